@@ -1,0 +1,142 @@
+// Monitor and ActiveRun: the live side of genscope.
+//
+// A Monitor owns the probes and one sampler thread; it starts runs. An ActiveRun hands out
+// RAII Step scopes, and finish() turns everything recorded into a plain Run value.
+//
+// Example:
+//   genscope::Monitor monitor;
+//   genscope::ActiveRun run = monitor.start_run({.pipeline = {.name = "t2i"}});
+//   {
+//     genscope::Step step = run.step(genscope::StepKind::kModelLoading, "load unet");
+//     load_unet();
+//   }
+//   genscope::Run result = run.finish();
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "genscope/probe.hpp"
+#include "genscope/run.hpp"
+#include "genscope/step.hpp"
+
+namespace genscope {
+
+/// How a Monitor samples.
+struct MonitorOptions {
+  /// Master switch; false makes every step a no-op. GENSCOPE_DISABLE=1 also turns it off.
+  bool enabled = true;
+  /// Sampling interval of the background thread (clamped to >= 1 ms).
+  std::chrono::microseconds sample_interval{10'000};
+  bool sampler = true;        ///< Run the background sampler thread.
+  bool process_probe = true;  ///< RSS and exact VmHWM peaks.
+  bool system_probe = true;   ///< /proc/meminfo.
+  bool nvml_probe = true;     ///< NVIDIA GPUs, when libnvidia-ml loads.
+  std::string nvml_library;   ///< Overrides the NVML path (else GENSCOPE_NVML_LIBRARY).
+  /// Longest a blocking probe (NVML) may take before it is recorded as hung and skipped.
+  std::chrono::milliseconds probe_timeout{500};
+  /// Bound on stored samples; older ones are merged pairwise (keeping maxima) when full.
+  std::size_t series_capacity = 8192;
+  /// Append step lines to this file; empty = the GENSCOPE_LOG environment variable.
+  std::string log_path;
+};
+
+/// What a run is about.
+struct RunOptions {
+  PipelineInfo pipeline;
+  std::map<std::string, std::string> labels;
+};
+
+class Monitor;
+namespace detail {
+struct RunState;
+struct MonitorState;
+}  // namespace detail
+
+/// A run in progress. Movable; steps must end before finish().
+class ActiveRun {
+ public:
+  ActiveRun() = default;
+  ActiveRun(ActiveRun&&) noexcept;
+  ActiveRun& operator=(ActiveRun&&) noexcept;
+  ~ActiveRun();
+
+  /// Opens a step; it ends when the returned scope is destroyed or ended.
+  Step step(StepKind kind, std::string_view name, const char* source = nullptr);
+  /// Runs `fn(step)` inside a step. An exception from `fn` is recorded (type and message)
+  /// on the step and rethrown unchanged.
+  template <class F>
+  decltype(auto) run_step(StepKind kind, std::string_view name, F&& fn) {
+    Step s = step(kind, name);
+    try {
+      return fn(s);
+    } catch (...) {
+      s.fail_with_current_exception();
+      throw;
+    }
+  }
+  /// Records a monitoring failure (never throws).
+  void record_monitoring_error(std::string_view source, std::string_view message) noexcept;
+  /// Adds a note on how figures were obtained.
+  void add_note(std::string_view note) noexcept;
+  /// Attaches a run-level analysis.
+  void attach(Attachment attachment) noexcept;
+  /// Sets a run label.
+  void label(std::string_view key, std::string_view value) noexcept;
+  /// The run recorded so far (open steps have status "running").
+  Run snapshot() const;
+  /// Ends the run and returns it; open steps are closed as "failed" with a note.
+  Run finish();
+  /// False for a run of a disabled monitor (steps are no-ops).
+  bool active() const noexcept { return state_ != nullptr; }
+
+ private:
+  friend class Monitor;
+  explicit ActiveRun(std::shared_ptr<detail::RunState> state) : state_(std::move(state)) {}
+  std::shared_ptr<detail::RunState> state_;
+};
+
+/// Owns probes and the sampler; starts runs. Thread-safe.
+class Monitor {
+ public:
+  explicit Monitor(MonitorOptions options = {});
+  ~Monitor();
+  Monitor(const Monitor&) = delete;
+  Monitor& operator=(const Monitor&) = delete;
+
+  /// Adds a probe (e.g. an allocator probe from an integration). Takes effect for runs
+  /// started afterwards.
+  void add_probe(std::unique_ptr<Probe> probe);
+  /// Starts a run. One run at a time per monitor: starting a second while one is active
+  /// throws genscope::Error("RunActive").
+  ActiveRun start_run(RunOptions options = {});
+  /// Runtime switch: when off, new runs and steps are no-ops.
+  void set_enabled(bool enabled) noexcept;
+  bool enabled() const noexcept;
+  const MonitorOptions& options() const noexcept;
+
+ private:
+  std::shared_ptr<detail::MonitorState> state_;
+};
+
+}  // namespace genscope
+
+/// GENSCOPE_STEP(run, kind, "name"): a step scope until the end of the enclosing block.
+/// Compiles to nothing when GENSCOPE_ENABLED is 0.
+#ifndef GENSCOPE_ENABLED
+#define GENSCOPE_ENABLED 1
+#endif
+#define GENSCOPE_CONCAT_IMPL(a, b) a##b
+#define GENSCOPE_CONCAT(a, b) GENSCOPE_CONCAT_IMPL(a, b)
+#define GENSCOPE_STRINGIFY_IMPL(x) #x
+#define GENSCOPE_STRINGIFY(x) GENSCOPE_STRINGIFY_IMPL(x)
+#if GENSCOPE_ENABLED
+#define GENSCOPE_STEP(run, kind, name)                                    \
+  ::genscope::Step GENSCOPE_CONCAT(genscope_step_, __LINE__) = (run).step( \
+      (kind), (name), __FILE__ ":" GENSCOPE_STRINGIFY(__LINE__))
+#else
+#define GENSCOPE_STEP(run, kind, name) static_cast<void>(0)
+#endif

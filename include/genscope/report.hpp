@@ -1,0 +1,24 @@
+// The console report: the seeds' per-step summaries rendered from a Run value.
+#pragma once
+
+#include <string>
+
+#include "genscope/run.hpp"
+
+namespace genscope {
+
+/// Options of the console report.
+struct ConsoleOptions {
+  bool plain = false;    ///< ASCII markers instead of emoji.
+  bool series = false;   ///< Append the sampled time series summary.
+};
+
+/// Renders the full report of a run (header, one section per step, errors, summary).
+std::string render_console(const Run& run, const ConsoleOptions& options = {});
+
+/// Renders bytes in human units with a sign when asked: "1.50 GB", "+12.0 MB".
+std::string format_bytes(double bytes, bool sign = false);
+/// Renders a duration: "850 ns", "12.3 µs", "4.56 ms", "2.45 s", "3 min 2.0 s".
+std::string format_duration(double ns, bool plain = false);
+
+}  // namespace genscope

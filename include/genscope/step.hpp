@@ -1,0 +1,91 @@
+// Step: the RAII scope of one pipeline phase, and Attempt scopes for fallback chains.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "genscope/run.hpp"
+#include "genscope/step_kind.hpp"
+
+namespace genscope {
+
+namespace detail {
+struct RunState;
+struct StepState;
+}  // namespace detail
+
+/// A step in progress. Ends (recording end snapshots and peaks) when destroyed or on end().
+/// A default-constructed or disabled Step accepts every call and records nothing.
+/// A Step is used by the thread that opened it; steps on other threads are independent.
+class Step {
+ public:
+  Step() = default;
+  Step(Step&& other) noexcept;
+  Step& operator=(Step&& other) noexcept;
+  Step(const Step&) = delete;
+  Step& operator=(const Step&) = delete;
+  ~Step();
+
+  /// Ends the step now (idempotent).
+  void end() noexcept;
+  /// Marks the step failed with a reason (and an exception type, when there is one).
+  void fail(std::string_view message, std::string_view type = {}) noexcept;
+  /// Marks the step failed from std::current_exception() (call inside a catch block).
+  void fail_with_current_exception() noexcept;
+  /// Marks the step skipped.
+  void skip(std::string_view reason) noexcept;
+  /// Adds `value` to a work counter (items, frames, bytes, characters, tokens, ...).
+  void add_counter(std::string_view name, double value) noexcept;
+  /// Restarts the iteration clock (e.g. just before the denoising loop).
+  void begin_iterations() noexcept;
+  /// Records one iteration: the time since the previous mark (or begin_iterations(), or the
+  /// step start).
+  void mark_iteration() noexcept {
+    if (state_ != nullptr) mark_iteration_slow();
+  }
+  /// Records an attempt of a fallback chain that has already finished.
+  void record_attempt(std::string_view strategy, StepStatus outcome, std::string_view error,
+                      std::int64_t duration_ns) noexcept;
+  /// Runs `fn()` as one attempt: returns true when it returned normally, false (and records
+  /// the exception's message) when it threw. Exceptions do not propagate.
+  template <class F>
+  bool try_attempt(std::string_view strategy, F&& fn) noexcept {
+    const std::int64_t t0 = now_ns();
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      record_attempt(strategy, StepStatus::kFailed, e.what(), now_ns() - t0);
+      return false;
+    } catch (...) {
+      record_attempt(strategy, StepStatus::kFailed, "unknown exception", now_ns() - t0);
+      return false;
+    }
+    record_attempt(strategy, StepStatus::kOk, {}, now_ns() - t0);
+    return true;
+  }
+  /// Attaches an analysis (tensor statistics, model snapshot, LoRA report, ...).
+  void attach(Attachment attachment) noexcept;
+  /// Sets a free-form label on the step.
+  void label(std::string_view key, std::string_view value) noexcept;
+  /// Records a monitoring failure against this step.
+  void record_monitoring_error(std::string_view source, std::string_view message) noexcept;
+  /// True when this step records (monitor enabled, step not ended).
+  bool active() const noexcept { return state_ != nullptr; }
+  /// The step id within its run; -1 when inactive.
+  int id() const noexcept;
+  /// Monotonic clock in nanoseconds (steady_clock).
+  static std::int64_t now_ns() noexcept;
+
+ private:
+  friend class ActiveRun;
+  Step(std::shared_ptr<detail::RunState> run, detail::StepState* state) noexcept;
+  void mark_iteration_slow() noexcept;
+  std::shared_ptr<detail::RunState> run_;
+  detail::StepState* state_ = nullptr;
+  int uncaught_at_open_ = 0;
+};
+
+}  // namespace genscope
