@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "genscope/metric.hpp"
+#include "genscope/run.hpp"
 
 namespace genscope {
 
@@ -45,6 +46,8 @@ class Probe {
   /// True when calls may block for a long time (a driver); such probes are called on a
   /// worker thread with a timeout so a hang never stalls the pipeline.
   virtual bool may_block() const { return false; }
+  /// The GPUs this probe sees (name, UUID, driver, total memory); empty for non-GPU probes.
+  virtual std::vector<GpuInfo> gpus() const { return {}; }
 };
 
 /// Figures a framework allocator exposes (PyTorch's CUDA caching allocator, ...).

@@ -1,0 +1,18 @@
+// How subcommands plug into the genscope CLI: one file per subcommand, each defining a
+// register_<name>_command() that adds its CLI11 subcommand and callback. Callbacks set
+// `context.exit_code`; errors (genscope::Error) are caught and printed by main.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace genscope::cli {
+
+/// Shared state of one CLI invocation.
+struct CommandContext {
+  int exit_code = 0;  ///< The process exit code the command asks for.
+};
+
+void register_report_command(CLI::App& app, CommandContext& context);
+void register_probe_command(CLI::App& app, CommandContext& context);
+
+}  // namespace genscope::cli
