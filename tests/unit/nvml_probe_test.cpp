@@ -267,6 +267,17 @@ TEST_F(NvmlProbeTest, HangingCallDelaysTheSampleButCompletes) {
   EXPECT_EQ(v[kUtil], 42);
 }
 
+TEST_F(NvmlProbeTest, NonFatalOpenErrorsComeWithTheFirstSample) {
+  nlohmann::json j = scenario();
+  j["errors"] = {{"nvmlSystemGetDriverVersion", 4}};  // NVML_ERROR_NO_PERMISSION
+  auto probe = open_ok(j);
+  EXPECT_EQ(probe->gpus()[0].driver_version, "");
+  std::vector<double> v(kPerDevice);
+  EXPECT_EQ(probe->sample(v).error, "nvmlSystemGetDriverVersion: Insufficient Permissions");
+  EXPECT_TRUE(probe->sample(v).ok());
+  EXPECT_EQ(v[kUtil], 42);
+}
+
 TEST_F(NvmlProbeTest, SampleBeforeOpenIsAnError) {
   auto probe = make_nvml_probe(GENSCOPE_FAKE_NVML);
   std::vector<double> v(1, 0.0);
