@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "genscope/probe.hpp"
 
@@ -276,6 +277,24 @@ TEST_F(NvmlProbeTest, NonFatalOpenErrorsComeWithTheFirstSample) {
   EXPECT_EQ(probe->sample(v).error, "nvmlSystemGetDriverVersion: Insufficient Permissions");
   EXPECT_TRUE(probe->sample(v).ok());
   EXPECT_EQ(v[kUtil], 42);
+}
+
+TEST_F(NvmlProbeTest, ConcurrentSamplesAreSafe) {
+  nlohmann::json j = scenario();
+  j["devices"].push_back(device("Fake L4", 24));
+  auto probe = open_ok(j);
+  auto worker = [&probe](int* bad) {
+    std::vector<double> v(2 * kPerDevice);
+    for (int k = 0; k < 300; ++k) {
+      if (!probe->sample(v).ok() || v[kProc] != 123456789 || v[kPerDevice + kTotal] != 24 * kGiB)
+        ++*bad;
+    }
+  };
+  int bad_a = 0, bad_b = 0;
+  std::thread a(worker, &bad_a), b(worker, &bad_b);
+  a.join();
+  b.join();
+  EXPECT_EQ(bad_a + bad_b, 0);
 }
 
 TEST_F(NvmlProbeTest, SampleBeforeOpenIsAnError) {

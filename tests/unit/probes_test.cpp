@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+#include <thread>
 
 #include "genscope/host.hpp"
 #include "genscope/probe.hpp"
@@ -97,6 +98,27 @@ TEST(ProcessProbe, PeakSeesFreedMemoryAndResetRestartsIt) {
   double peak_reset = 0;
   ASSERT_TRUE(probe->read_peaks({&peak_reset, 1}).ok());
   EXPECT_LT(peak_reset, peak_after - 32 * kMiB);   // the reset forgot it
+}
+
+TEST(ProcessProbe, SamplerAndMonitorThreadsMayCallConcurrently) {
+  auto probe = make_process_probe();
+  ASSERT_TRUE(probe->open().ok());
+  int failures = 0;
+  std::thread sampler([&] {
+    for (int k = 0; k < 2000; ++k) {
+      double rss = 0;
+      if (!probe->sample({&rss, 1}).ok() || !(rss > 0)) ++failures;
+    }
+  });
+  int boundary_failures = 0;
+  for (int k = 0; k < 200; ++k) {
+    double peak = 0;
+    const bool reset_ok = probe->reset_peaks().ok();
+    if (!probe->read_peaks({&peak, 1}).ok() || (reset_ok && !(peak > 0))) ++boundary_failures;
+  }
+  sampler.join();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(boundary_failures, 0);
 }
 
 TEST(SystemProbe, ValuesAreSaneAndConsistent) {
