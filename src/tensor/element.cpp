@@ -100,7 +100,7 @@ double element_to_double(const void* data, std::int64_t i, DType dtype) noexcept
   return 0;
 }
 
-void integers_to_double(const void* data, std::int64_t count, DType dtype, double* out) noexcept {
+void to_double(const void* data, std::int64_t count, DType dtype, double* out) noexcept {
   switch (dtype) {
 #define GENSCOPE_CONVERT(KIND, TYPE)                                        \
   case DType::KIND: {                                                       \
@@ -122,6 +122,14 @@ void integers_to_double(const void* data, std::int64_t count, DType dtype, doubl
       for (std::int64_t i = 0; i < count; ++i) out[i] = p[i] != 0 ? 1.0 : 0.0;
       return;
     }
+    case DType::kF32: {
+      const auto* p = static_cast<const float*>(data);
+      for (std::int64_t i = 0; i < count; ++i) out[i] = p[i];
+      return;
+    }
+    case DType::kF64:
+      std::memcpy(out, data, static_cast<std::size_t>(count) * sizeof(double));
+      return;
     default:
       for (std::int64_t i = 0; i < count; ++i) out[i] = element_to_double(data, i, dtype);
   }

@@ -30,8 +30,8 @@ const std::array<float, 256>& fp8_table(DType dtype) noexcept;
 /// Element `i` of a contiguous array of `dtype`, as double.
 double element_to_double(const void* data, std::int64_t i, DType dtype) noexcept;
 
-/// Converts `count` integer/bool elements to double (for the f64 kernels).
-void integers_to_double(const void* data, std::int64_t count, DType dtype, double* out) noexcept;
+/// Converts `count` contiguous elements of any dtype to double (for the f64 kernels).
+void to_double(const void* data, std::int64_t count, DType dtype, double* out) noexcept;
 
 /// Visits the elements of a (possibly strided) view in logical C order, copying them into a
 /// contiguous buffer of up to kBlockElements elements at a time.

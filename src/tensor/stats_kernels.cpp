@@ -224,7 +224,7 @@ Moments SummarizeContiguous(const void* data, std::int64_t count, DType dtype) {
         break;
       }
       default: {  // integers and bool: exact in double up to 2^53
-        integers_to_double(block, n, dtype, dbuf);
+        to_double(block, n, dtype, dbuf);
         const double* p = dbuf;
         auto vec = [&](std::int64_t nv, double k, Moments& o) {
           return VecBlockF64(p, nv, k, o);
