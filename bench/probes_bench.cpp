@@ -60,9 +60,8 @@ void run_with_ratio(benchmark::State& state, Body&& body) {
 void bare_pread(benchmark::State& state, const char* path, std::size_t size) {
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   std::vector<char> buffer(size);
-  run_with_ratio(state, [&] {
-    benchmark::DoNotOptimize(::pread(fd, buffer.data(), buffer.size(), 0));
-  });
+  run_with_ratio(state,
+                 [&] { benchmark::DoNotOptimize(::pread(fd, buffer.data(), buffer.size(), 0)); });
   ::close(fd);
 }
 
@@ -90,7 +89,9 @@ auto sample = [](genscope::Probe& p, std::vector<double>& v) { return p.sample(v
 auto read_peaks = [](genscope::Probe& p, std::vector<double>& v) { return p.read_peaks(v); };
 auto reset_peaks = [](genscope::Probe& p, std::vector<double>&) { return p.reset_peaks(); };
 
-void BM_ProcessSample(benchmark::State& s) { probe_bench(s, genscope::make_process_probe(), sample); }
+void BM_ProcessSample(benchmark::State& s) {
+  probe_bench(s, genscope::make_process_probe(), sample);
+}
 void BM_ProcessReadPeaks(benchmark::State& s) {
   probe_bench(s, genscope::make_process_probe(), read_peaks);
 }
@@ -125,7 +126,8 @@ void BM_AllocatorResetPeaks(benchmark::State& s) {
 void BM_NvmlSample(benchmark::State& s) {
   if (!std::getenv("GENSCOPE_FAKE_NVML_SCENARIO")) {
     const std::string path = "/tmp/genscope_probes_bench_nvml.json";
-    std::ofstream(path) << R"({"driver_version":"550.54.15","devices":[{"name":"Fake","uuid":"GPU-0",
+    std::ofstream(path)
+        << R"({"driver_version":"550.54.15","devices":[{"name":"Fake","uuid":"GPU-0",
       "total":85899345920,"reserved":536870912,"used":[1073741824],
       "utilization":{"gpu":42,"memory":17},"temperature":55,"power_mw":250000,
       "clocks":{"sm":1980,"mem":2619},"processes":[{"pid":"self","used":1}]}]})";

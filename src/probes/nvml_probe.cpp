@@ -16,9 +16,12 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <mutex>
+#include <type_traits>
 
 #include "genscope/probe.hpp"
 #include "probes/nvml_api.hpp"
@@ -32,17 +35,28 @@ constexpr const char* kDefaultLibrary = "libnvidia-ml.so.1";
 // One NVML call per figure group; a group that answered NOT_SUPPORTED once is reported
 // once and then no longer queried (it will not start working mid-run).
 enum Call : unsigned {
-  kMemory, kUtilization, kTemperature, kPower, kSmClock, kMemClock, kProcesses, kCallCount
+  kMemory,
+  kUtilization,
+  kTemperature,
+  kPower,
+  kSmClock,
+  kMemClock,
+  kProcesses,
+  kCallCount
 };
-constexpr const char* kCallNames[kCallCount] = {
-    "nvmlDeviceGetMemoryInfo_v2",   "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetTemperature",
-    "nvmlDeviceGetPowerUsage",      "nvmlDeviceGetClockInfo(SM)",    "nvmlDeviceGetClockInfo(MEM)",
-    "nvmlDeviceGetComputeRunningProcesses_v3"};
+constexpr const char* kCallNames[kCallCount] = {"nvmlDeviceGetMemoryInfo_v2",
+                                                "nvmlDeviceGetUtilizationRates",
+                                                "nvmlDeviceGetTemperature",
+                                                "nvmlDeviceGetPowerUsage",
+                                                "nvmlDeviceGetClockInfo(SM)",
+                                                "nvmlDeviceGetClockInfo(MEM)",
+                                                "nvmlDeviceGetComputeRunningProcesses_v3"};
 
 constexpr const char* kFigureNames[] = {
-    "total_bytes",         "used_bytes",  "free_bytes",         "reserved_bytes",
-    "utilization_percent", "memory_utilization_percent",       "temperature_celsius",
-    "power_watts",         "sm_clock_hertz", "memory_clock_hertz", "process_used_bytes"};
+    "total_bytes",         "used_bytes",          "free_bytes",
+    "reserved_bytes",      "utilization_percent", "memory_utilization_percent",
+    "temperature_celsius", "power_watts",         "sm_clock_hertz",
+    "memory_clock_hertz",  "process_used_bytes"};
 constexpr Unit kFigureUnits[] = {Unit::kBytes,   Unit::kBytes,   Unit::kBytes,   Unit::kBytes,
                                  Unit::kPercent, Unit::kPercent, Unit::kCelsius, Unit::kWatts,
                                  Unit::kHertz,   Unit::kHertz,   Unit::kBytes};
@@ -241,8 +255,7 @@ nvmlReturn_t NvmlProbe::query_process_bytes(nvmlDevice_t device, double& out) {
   return NVML_SUCCESS;
 }
 
-void NvmlProbe::note_failure(std::size_t device, Call call, nvmlReturn_t rc,
-                             std::string& errors) {
+void NvmlProbe::note_failure(std::size_t device, Call call, nvmlReturn_t rc, std::string& errors) {
   if (!errors.empty()) errors += "; ";
   errors += (call == kMemory && memory_v1_) ? "nvmlDeviceGetMemoryInfo" : kCallNames[call];
   errors += "(gpu" + std::to_string(device_indices_[device]) + "): " + error_text(rc);

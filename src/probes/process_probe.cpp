@@ -37,8 +37,7 @@ class ProcessProbe final : public Probe {
       return ProbeStatus::failure("process probe: " + error);
     // clear_refs may be missing or refused (old kernel, seccomp, read-only /proc): the
     // probe still works, only the peak reset does not.
-    if (std::string error = clear_refs_.open("/proc/self/clear_refs", O_WRONLY);
-        !error.empty()) {
+    if (std::string error = clear_refs_.open("/proc/self/clear_refs", O_WRONLY); !error.empty()) {
       reset_error_ = "VmHWM reset refused: " + error.substr(error.rfind(": ") + 2) +
                      "; peaks fall back to sampling";
       reset_refused_.store(true, std::memory_order_release);
@@ -66,8 +65,7 @@ class ProcessProbe final : public Probe {
     if (!status_.is_open()) return ProbeStatus::failure("process probe: not open");
     char buffer[4096];  // /proc/self/status is ~1.5 KiB; VmHWM sits in the first third
     const long n = status_.read_into(buffer, sizeof buffer);
-    if (n < 0)
-      return ProbeStatus::failure("pread /proc/self/status: " + detail::errno_text(-n));
+    if (n < 0) return ProbeStatus::failure("pread /proc/self/status: " + detail::errno_text(-n));
     const auto hwm = detail::parse_kb_field({buffer, static_cast<size_t>(n)}, "VmHWM");
     if (!hwm) return ProbeStatus::failure("/proc/self/status: no VmHWM line");
     out[0] = static_cast<double>(*hwm);
@@ -78,8 +76,8 @@ class ProcessProbe final : public Probe {
     if (reset_refused_.load(std::memory_order_acquire)) return ProbeStatus::failure(reset_error_);
     const int rc = clear_refs_.write_text("5");
     if (rc != 0) {
-      reset_error_ = "VmHWM reset refused: " + detail::errno_text(-rc) +
-                     "; peaks fall back to sampling";
+      reset_error_ =
+          "VmHWM reset refused: " + detail::errno_text(-rc) + "; peaks fall back to sampling";
       reset_refused_.store(true, std::memory_order_release);
       return ProbeStatus::failure(reset_error_);
     }

@@ -29,7 +29,7 @@ TEST(ProcParse, KbFieldMatchesWholeKeysAtLineStart) {
   const std::string_view text = "XVmHWM:\t 1 kB\nVmHWM:\t   2048 kB\nVmRSS:  7 kB\nBad:  x kB\n";
   EXPECT_EQ(detail::parse_kb_field(text, "VmHWM"), 2048u * 1024);
   EXPECT_EQ(detail::parse_kb_field(text, "VmRSS"), 7u * 1024);
-  EXPECT_EQ(detail::parse_kb_field(text, "VmHW"), std::nullopt);   // prefix of a key
+  EXPECT_EQ(detail::parse_kb_field(text, "VmHW"), std::nullopt);    // prefix of a key
   EXPECT_EQ(detail::parse_kb_field(text, "VmSwap"), std::nullopt);  // absent
   EXPECT_EQ(detail::parse_kb_field(text, "Bad"), std::nullopt);     // not a number
   EXPECT_EQ(detail::parse_kb_field("Big: 99999999999999999999 kB\n", "Big"), std::nullopt);
@@ -91,13 +91,13 @@ TEST(ProcessProbe, PeakSeesFreedMemoryAndResetRestartsIt) {
   double rss_after = 0, peak_after = 0;
   ASSERT_TRUE(probe->sample({&rss_after, 1}).ok());
   ASSERT_TRUE(probe->read_peaks({&peak_after, 1}).ok());
-  EXPECT_LT(rss_after, rss_before + 16 * kMiB);    // RSS dropped back
-  EXPECT_GE(peak_after, rss_before + 63 * kMiB);   // the exact peak kept the 64 MiB
+  EXPECT_LT(rss_after, rss_before + 16 * kMiB);   // RSS dropped back
+  EXPECT_GE(peak_after, rss_before + 63 * kMiB);  // the exact peak kept the 64 MiB
 
   ASSERT_TRUE(probe->reset_peaks().ok());
   double peak_reset = 0;
   ASSERT_TRUE(probe->read_peaks({&peak_reset, 1}).ok());
-  EXPECT_LT(peak_reset, peak_after - 32 * kMiB);   // the reset forgot it
+  EXPECT_LT(peak_reset, peak_after - 32 * kMiB);  // the reset forgot it
 }
 
 TEST(ProcessProbe, SamplerAndMonitorThreadsMayCallConcurrently) {
@@ -242,8 +242,7 @@ TEST(HostInfo, DescribesThisMachine) {
   ASSERT_EQ(::gethostname(name, sizeof name - 1), 0);
   EXPECT_EQ(host.hostname, name);
   EXPECT_EQ(host.cpu_cores, ::sysconf(_SC_NPROCESSORS_ONLN));
-  EXPECT_EQ(host.ram_bytes,
-            double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE)));
+  EXPECT_EQ(host.ram_bytes, double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE)));
   EXPECT_EQ(host.os.rfind("Linux ", 0), 0u) << host.os;
   EXPECT_FALSE(host.cpu_model.empty());
 }
