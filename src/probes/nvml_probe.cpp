@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <iterator>
@@ -31,6 +32,8 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr const char* kDefaultLibrary = "libnvidia-ml.so.1";
+// How long sample() waits for a concurrent sample() before giving up (a hung driver call).
+constexpr std::chrono::milliseconds kBusyWait{100};
 
 // One NVML call per figure group; a group that answered NOT_SUPPORTED once is reported
 // once and then no longer queried (it will not start working mid-run).
@@ -114,7 +117,7 @@ class NvmlProbe final : public Probe {
   std::vector<unsigned> device_indices_;
   std::vector<MetricInfo> metrics_;
   std::vector<GpuInfo> gpus_;
-  std::mutex mutex_;                       // sample() state below
+  std::timed_mutex mutex_;                 // sample() state below
   std::vector<std::uint8_t> unsupported_;  // [device * kCallCount + call]
   std::vector<nvmlProcessInfo_t> processes_;
   std::string open_errors_;
@@ -268,7 +271,11 @@ void NvmlProbe::note_failure(std::size_t device, Call call, nvmlReturn_t rc, std
 ProbeStatus NvmlProbe::sample(std::span<double> out) {
   for (double& v : out) v = kNaN;
   if (!initialized_ || devices_.empty()) return ProbeStatus::failure("nvml probe: not open");
-  std::lock_guard lock(mutex_);
+  // Concurrent callers (sampler and step boundary) wait their turn, but not behind a call
+  // the driver never returns from: that would pile up the monitor's worker threads.
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (!lock.try_lock_for(kBusyWait))
+    return ProbeStatus::failure("nvml probe: an earlier sample() is still in the driver");
   std::string errors = std::move(open_errors_);
   open_errors_.clear();
   for (std::size_t d = 0; d < devices_.size(); ++d) {

@@ -270,6 +270,26 @@ TEST_F(NvmlProbeTest, HangingCallDelaysTheSampleButCompletes) {
   EXPECT_EQ(v[kUtil], 42);
 }
 
+TEST_F(NvmlProbeTest, SecondCallerDoesNotQueueBehindAHungCall) {
+  nlohmann::json j = scenario();
+  j["hangs"] = {{"nvmlDeviceGetTemperature", 300}};
+  auto probe = open_ok(j);
+  std::vector<double> hung(kPerDevice), second(kPerDevice, 1.0);
+  ProbeStatus hung_status;
+  std::thread first([&] { hung_status = probe->sample(hung); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));  // first is in the driver
+  const auto start = std::chrono::steady_clock::now();
+  const ProbeStatus s = probe->sample(second);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  first.join();
+  // The error (not a late success) shows it gave up before the hang ended.
+  EXPECT_EQ(s.error, "nvml probe: an earlier sample() is still in the driver");
+  EXPECT_GE(waited, std::chrono::milliseconds(90));   // waited its turn for a while
+  EXPECT_TRUE(std::isnan(second[kUtil]));
+  EXPECT_TRUE(hung_status.ok()) << hung_status.error;
+  EXPECT_EQ(hung[kTemp], 55);
+}
+
 TEST_F(NvmlProbeTest, NonFatalOpenErrorsComeWithTheFirstSample) {
   nlohmann::json j = scenario();
   j["errors"] = {{"nvmlSystemGetDriverVersion", 4}};  // NVML_ERROR_NO_PERMISSION
