@@ -41,6 +41,30 @@ std::uint64_t read_le(const std::byte* p, int n) {
   return v;
 }
 
+// Reverses the bytes of each `elem`-byte element of `in` into `out` (same size). The
+// fixed-width loops compile to vector shuffles.
+template <typename U, U (*kSwap)(U)>
+void swap_words(std::span<const std::byte> in, std::span<std::byte> out) {
+  for (std::size_t off = 0; off < in.size(); off += sizeof(U)) {
+    U v;
+    std::memcpy(&v, in.data() + off, sizeof v);
+    v = kSwap(v);
+    std::memcpy(out.data() + off, &v, sizeof v);
+  }
+}
+std::uint16_t bswap16(std::uint16_t v) { return __builtin_bswap16(v); }
+std::uint32_t bswap32(std::uint32_t v) { return __builtin_bswap32(v); }
+std::uint64_t bswap64(std::uint64_t v) { return __builtin_bswap64(v); }
+
+void byte_swap(std::span<const std::byte> in, std::span<std::byte> out, std::size_t elem) {
+  switch (elem) {
+    case 2: return swap_words<std::uint16_t, bswap16>(in, out);
+    case 4: return swap_words<std::uint32_t, bswap32>(in, out);
+    case 8: return swap_words<std::uint64_t, bswap64>(in, out);
+    default: std::memcpy(out.data(), in.data(), in.size());  // 1-byte elements
+  }
+}
+
 bool is_unsigned_int(DType d) {
   return d == DType::kU8 || d == DType::kU16 || d == DType::kU32 || d == DType::kU64;
 }
@@ -134,9 +158,7 @@ void NpyArrayAccess::parse_into(Impl& impl, std::span<const std::byte> bytes,
   std::span<const std::byte> data = bytes.subspan(data_start, nbytes);
   if (descr->big_endian) {
     impl.owned.resize(nbytes);
-    for (std::uint64_t off = 0; off < nbytes; off += elem) {
-      for (std::size_t k = 0; k < elem; ++k) impl.owned[off + k] = data[off + elem - 1 - k];
-    }
+    byte_swap(data, impl.owned, elem);
     impl.data = impl.owned;
   } else if (copy) {
     impl.owned.assign(data.begin(), data.end());
