@@ -14,5 +14,6 @@ struct CommandContext {
 
 void register_report_command(CLI::App& app, CommandContext& context);
 void register_probe_command(CLI::App& app, CommandContext& context);
+void register_tensor_command(CLI::App& app, CommandContext& context);
 
 }  // namespace genscope::cli
