@@ -9,6 +9,7 @@
 #pragma once
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // in every file: type casters must agree across files
 
 #include <cstdint>
 #include <memory>

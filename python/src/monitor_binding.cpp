@@ -1,8 +1,9 @@
 // genscope.Monitor and genscope.Run (the ActiveRun): construction from keyword arguments,
 // runs, and the torch CUDA allocator probe.
-#include <frameobject.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+// After Python.h (pulled in by pybind11).
+#include <frameobject.h>
 
 #include <chrono>
 #include <cmath>
