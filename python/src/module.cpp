@@ -32,8 +32,9 @@ void raise_error(const Error& e) {
 Run run_from_python(py::handle doc_or_run) {
   if (py::isinstance<PyRun>(doc_or_run)) return doc_or_run.cast<PyRun&>().current();
   if (!py::isinstance<py::dict>(doc_or_run)) {
-    throw Error("InvalidArgument", "expected a run document (dict) or a genscope Run, got " +
-                                       std::string(py::str(doc_or_run.get_type().attr("__name__"))));
+    throw Error("InvalidArgument",
+                "expected a run document (dict) or a genscope Run, got " +
+                    std::string(py::str(doc_or_run.get_type().attr("__name__"))));
   }
   const nlohmann::json document = from_python(doc_or_run);
   py::gil_scoped_release release;

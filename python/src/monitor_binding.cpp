@@ -49,7 +49,8 @@ MonitorOptions monitor_options(double sample_interval_ms, bool process, bool sys
   }
   MonitorOptions o;
   o.enabled = enabled;
-  o.sample_interval = std::chrono::microseconds(static_cast<std::int64_t>(sample_interval_ms * 1e3));
+  o.sample_interval =
+      std::chrono::microseconds(static_cast<std::int64_t>(sample_interval_ms * 1e3));
   o.sampler = sampler;
   o.process_probe = process;
   o.system_probe = system;
@@ -96,14 +97,13 @@ void register_monitor(py::module_& m) {
       .def(py::init([](double sample_interval_ms, bool process, bool system, bool nvml,
                        std::optional<std::string> nvml_library, std::optional<std::string> log_path,
                        bool enabled, bool sampler) {
-             return std::make_unique<PyMonitor>(monitor_options(sample_interval_ms, process,
-                                                                system, nvml, nvml_library,
-                                                                log_path, enabled, sampler));
+             return std::make_unique<PyMonitor>(monitor_options(sample_interval_ms, process, system,
+                                                                nvml, nvml_library, log_path,
+                                                                enabled, sampler));
            }),
            py::kw_only(), py::arg("sample_interval_ms") = 10.0, py::arg("process") = true,
            py::arg("system") = true, py::arg("nvml") = true, py::arg("nvml_library") = py::none(),
-           py::arg("log_path") = py::none(), py::arg("enabled") = true,
-           py::arg("sampler") = true)
+           py::arg("log_path") = py::none(), py::arg("enabled") = true, py::arg("sampler") = true)
       .def(
           "start_run",
           [](PyMonitor& self, const std::string& pipeline, const std::string& model,
@@ -171,7 +171,8 @@ void register_monitor(py::module_& m) {
           "snapshot", [](PyRun& self) { return run_to_python(self.current()); },
           "The run document recorded so far (open steps have status 'running').")
       .def(
-          "label", [](PyRun& self, const std::string& k, const std::string& v) {
+          "label",
+          [](PyRun& self, const std::string& k, const std::string& v) {
             self.active().label(k, v);
           },
           py::arg("key"), py::arg("value"), "Sets a run label.")

@@ -14,8 +14,7 @@ namespace {
 // Exception (and its subclasses) are suppressed by an attempt; KeyboardInterrupt, SystemExit
 // and GeneratorExit always propagate.
 bool is_ordinary_exception(py::handle type) {
-  return PyType_Check(type.ptr()) &&
-         PyObject_IsSubclass(type.ptr(), PyExc_Exception) == 1;
+  return PyType_Check(type.ptr()) && PyObject_IsSubclass(type.ptr(), PyExc_Exception) == 1;
 }
 
 std::string describe(py::handle type, py::handle value) {
@@ -113,7 +112,8 @@ void register_step(py::module_& m) {
           "active", [](PyStep& self) { return self.get().active(); },
           "True while the step records (monitor enabled, not ended).")
       .def_property_readonly(
-          "id", [](PyStep& self) { return self.get().id(); }, "Step id within the run; -1 when inactive.");
+          "id", [](PyStep& self) { return self.get().id(); },
+          "Step id within the run; -1 when inactive.");
 
   py::class_<PyAttempt>(m, "Attempt", "One strategy of a fallback chain.")
       .def("__enter__",

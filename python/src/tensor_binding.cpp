@@ -131,22 +131,34 @@ TensorRole parse_role(const std::string& role) {
                        TensorRole::kImage, TensorRole::kOther}) {
     if (role_name(r) == role) return r;
   }
-  throw Error("UnknownRole", "unknown tensor role '" + role +
-                                 "' (conditioning, pooled, latent, image, other)");
+  throw Error("UnknownRole",
+              "unknown tensor role '" + role + "' (conditioning, pooled, latent, image, other)");
 }
 
 // "F16", "float16", "torch.float16", "bfloat16", "fp16", ... -> DType.
 DType parse_dtype_name(std::string name) {
   if (name.rfind("torch.", 0) == 0) name = name.substr(6);
-  static const std::pair<const char*, DType> kAliases[] = {
-      {"float64", DType::kF64}, {"double", DType::kF64},   {"float32", DType::kF32},
-      {"float", DType::kF32},   {"fp32", DType::kF32},     {"float16", DType::kF16},
-      {"half", DType::kF16},    {"fp16", DType::kF16},     {"bfloat16", DType::kBF16},
-      {"bf16", DType::kBF16},   {"float8_e4m3fn", DType::kF8E4M3},
-      {"float8_e5m2", DType::kF8E5M2}, {"int64", DType::kI64}, {"int32", DType::kI32},
-      {"int16", DType::kI16},   {"int8", DType::kI8},      {"uint8", DType::kU8},
-      {"uint16", DType::kU16},  {"uint32", DType::kU32},   {"uint64", DType::kU64},
-      {"bool", DType::kBool}};
+  static const std::pair<const char*, DType> kAliases[] = {{"float64", DType::kF64},
+                                                           {"double", DType::kF64},
+                                                           {"float32", DType::kF32},
+                                                           {"float", DType::kF32},
+                                                           {"fp32", DType::kF32},
+                                                           {"float16", DType::kF16},
+                                                           {"half", DType::kF16},
+                                                           {"fp16", DType::kF16},
+                                                           {"bfloat16", DType::kBF16},
+                                                           {"bf16", DType::kBF16},
+                                                           {"float8_e4m3fn", DType::kF8E4M3},
+                                                           {"float8_e5m2", DType::kF8E5M2},
+                                                           {"int64", DType::kI64},
+                                                           {"int32", DType::kI32},
+                                                           {"int16", DType::kI16},
+                                                           {"int8", DType::kI8},
+                                                           {"uint8", DType::kU8},
+                                                           {"uint16", DType::kU16},
+                                                           {"uint32", DType::kU32},
+                                                           {"uint64", DType::kU64},
+                                                           {"bool", DType::kBool}};
   for (const auto& [alias, d] : kAliases) {
     if (name == alias) return d;
   }
@@ -209,9 +221,9 @@ void analyze(PyStep& self, const std::string& name, py::handle tensor, const std
     step.record_monitoring_error("tensor_analysis", name + ": " + e.name() + ": " + e.what());
     return;
   } catch (py::error_already_set& e) {
-    step.record_monitoring_error("tensor_analysis", name + ": conversion failed: " +
-                                                        exception_type_name(e.type()) + ": " +
-                                                        exception_message(e.value()));
+    step.record_monitoring_error(
+        "tensor_analysis", name + ": conversion failed: " + exception_type_name(e.type()) + ": " +
+                               exception_message(e.value()));
     return;
   }
   py::gil_scoped_release release;  // host.array keeps the memory alive

@@ -67,8 +67,8 @@ class TorchCudaSource final : public AllocatorSource {
       cuda_.attr("reset_peak_memory_stats")(device_);
       return true;
     } catch (py::error_already_set& e) {
-      return fail(error, "reset_peak_memory_stats(" + std::to_string(device_) + ") raised " +
-                             describe(e));
+      return fail(error,
+                  "reset_peak_memory_stats(" + std::to_string(device_) + ") raised " + describe(e));
     }
   }
 

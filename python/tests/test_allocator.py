@@ -1,5 +1,8 @@
 """The torch CUDA allocator probe, fed by an injected torch.cuda look-alike (no GPU here)."""
 
+import os
+import subprocess
+import sys
 import threading
 import time
 import unittest
@@ -143,6 +146,21 @@ class AllocatorTest(unittest.TestCase):
             pass
         s = step_by_name(run.finish(), "x")
         self.assertEqual(metric(s, "alloc.cuda:0.allocated_bytes")["after"], 0)
+
+    def test_interpreter_exit_with_an_open_step_does_not_hang(self):
+        script = (
+            "import sys, time, genscope\n"
+            f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+            "from test_allocator import FakeCuda\n"
+            "monitor = genscope.Monitor(sample_interval_ms=1, nvml=False)\n"
+            "monitor.add_torch_cuda_allocator(cuda=FakeCuda())\n"
+            "run = monitor.start_run()\n"
+            "step = run.step('sampling', 'never ended')\n"
+            "time.sleep(0.05)\n"
+            "print('exiting')\n")
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=30)
+        self.assertEqual((done.returncode, done.stdout.strip()), (0, "exiting"), done.stderr)
 
 
 class ThreadTest(unittest.TestCase):
