@@ -27,6 +27,9 @@ std::string describe(py::handle type, py::handle value) {
 
 PyStep::~PyStep() {
   if (!step_.active()) return;
+  if (std::this_thread::get_id() != owner_) {  // garbage-collected on another thread
+    step_.record_monitoring_error("python", "step ended by garbage collection on another thread");
+  }
   py::gil_scoped_release release;  // ending samples the probes
   step_.end();
 }

@@ -22,7 +22,21 @@ constexpr const char* kReservedPeak = "reserved_bytes.all.peak";
 
 class TorchCudaSource final : public AllocatorSource {
  public:
-  TorchCudaSource(py::object cuda, int device) : cuda_(std::move(cuda)), device_(device) {}
+  // Called with the GIL held. torch.cuda.memory_stats() answers {} (zeros) without CUDA, so
+  // an unavailable CUDA is checked once here and reported on every read instead.
+  TorchCudaSource(py::object cuda, int device) : cuda_(std::move(cuda)), device_(device) {
+    if (py::hasattr(cuda_, "is_available")) {
+      try {
+        available_ = py::bool_(cuda_.attr("is_available")());
+      } catch (py::error_already_set& e) {
+        unavailable_reason_ = "is_available() raised " + describe(e);
+        available_ = false;
+      }
+      if (!available_ && unavailable_reason_.empty()) {
+        unavailable_reason_ = "CUDA is not available (torch.cuda.is_available() is False)";
+      }
+    }
+  }
 
   ~TorchCudaSource() override {
     if (python_finalizing() || !Py_IsInitialized()) {
@@ -37,6 +51,7 @@ class TorchCudaSource final : public AllocatorSource {
 
   bool read(AllocatorFigures& out, std::string& error) override {
     if (python_finalizing()) return fail(error, "interpreter finalizing");
+    if (!available_) return fail(error, unavailable_reason_);
     py::gil_scoped_acquire gil;
     try {
       py::object stats = cuda_.attr("memory_stats")(device_);
@@ -62,6 +77,7 @@ class TorchCudaSource final : public AllocatorSource {
 
   bool reset_peaks(std::string& error) override {
     if (python_finalizing()) return fail(error, "interpreter finalizing");
+    if (!available_) return fail(error, unavailable_reason_);
     py::gil_scoped_acquire gil;
     try {
       cuda_.attr("reset_peak_memory_stats")(device_);
@@ -95,6 +111,8 @@ class TorchCudaSource final : public AllocatorSource {
 
   py::object cuda_;
   int device_;
+  bool available_ = true;
+  std::string unavailable_reason_;
 };
 
 }  // namespace

@@ -9,6 +9,11 @@ import unittest
 
 from helpers import metric, quiet_monitor, step_by_name
 
+try:
+    import torch
+except ImportError:  # pragma: no cover - torch is installed on the build machines
+    torch = None
+
 GiB = 1 << 30
 
 
@@ -133,6 +138,27 @@ class AllocatorTest(unittest.TestCase):
             doc = run.finish()
             messages = " ".join(e["message"] for e in doc["monitoring_errors"])
             self.assertIn(expected, messages)
+
+    def test_unavailable_cuda_is_recorded_not_read_as_zero(self):
+        class NoCuda(FakeCuda):
+            def is_available(self):
+                return False
+
+        cudas = [NoCuda()]
+        if torch is not None and not torch.cuda.is_available():
+            cudas.append(None)  # the real torch.cuda of a CPU-only torch
+        for cuda in cudas:
+            monitor = quiet_monitor(sampler=False)
+            monitor.add_torch_cuda_allocator(cuda=cuda)
+            run = monitor.start_run()
+            with run.step("custom", "x"):
+                pass
+            doc = run.finish()
+            s = step_by_name(doc, "x")
+            self.assertIsNone(metric(s, "alloc.cuda:0.allocated_bytes")["after"])
+            messages = [e["message"] for e in doc["monitoring_errors"] if e["source"] == "allocator"]
+            self.assertTrue(messages)
+            self.assertIn("torch.cuda.is_available() is False", messages[0])
 
     def test_empty_stats_mean_an_unused_allocator(self):
         class Unused(FakeCuda):
