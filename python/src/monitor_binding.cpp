@@ -101,7 +101,7 @@ void register_monitor(py::module_& m) {
                                                                 nvml, nvml_library, log_path,
                                                                 enabled, sampler));
            }),
-           py::kw_only(), py::arg("sample_interval_ms") = 10.0, py::arg("process") = true,
+           py::arg("sample_interval_ms") = 10.0, py::arg("process") = true,
            py::arg("system") = true, py::arg("nvml") = true, py::arg("nvml_library") = py::none(),
            py::arg("log_path") = py::none(), py::arg("enabled") = true, py::arg("sampler") = true)
       .def(
@@ -121,9 +121,9 @@ void register_monitor(py::module_& m) {
             }
             return std::make_unique<PyRun>(std::move(run));
           },
-          py::kw_only(), py::arg("pipeline") = "", py::arg("model") = "",
-          py::arg("architecture") = "", py::arg("parameters") = py::dict(),
-          py::arg("labels") = py::dict(), py::keep_alive<0, 1>(),
+          py::arg("pipeline") = "", py::arg("model") = "", py::arg("architecture") = "",
+          py::arg("parameters") = py::dict(), py::arg("labels") = py::dict(),
+          py::keep_alive<0, 1>(),
           "Starts a run; genscope.Error('RunActive') while another run of this monitor is open.")
       .def(
           "add_torch_cuda_allocator",

@@ -144,6 +144,16 @@ class RunTest(unittest.TestCase):
         # The monitor accepts a new run once the previous one finished.
         self.monitor.start_run().finish()
 
+    def test_positional_arguments_follow_the_documented_order(self):
+        monitor = genscope.Monitor(5, True, False, False)
+        run = monitor.start_run("t2v", "wan2.1-t2v-14b", "video DiT", {"frames": 81})
+        doc = run.finish()
+        self.assertEqual(doc["pipeline"]["model"], "wan2.1-t2v-14b")
+        self.assertEqual(doc["pipeline"]["architecture"], "video DiT")
+        self.assertEqual(doc["series"]["interval_ns"], 5_000_000)
+        self.assertNotIn("system", doc["probes"])
+        self.assertNotIn("nvml", doc["probes"])
+
     def test_disabled_monitor_records_nothing(self):
         monitor = quiet_monitor(enabled=False)
         run = monitor.start_run()
