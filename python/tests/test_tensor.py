@@ -82,6 +82,12 @@ class TensorTest(AnalysisCase):
             self.assertEqual(data["strides"], [s // 4 for s in view.strides])
             self.assert_stats_match(data["stats"], view)
 
+    def test_python_scalars_and_lists_go_through_asarray(self):
+        data, _ = self.analyse([[1, 2], [3, 4]])
+        self.assertEqual((data["dtype"], data["shape"]), ("I64", [2, 2]))
+        self.assertEqual(data["stats"]["mean"], 2.5)
+        self.assertEqual(data["origin"]["note"], "converted with numpy.asarray")
+
     def test_big_endian_is_converted(self):
         values = self.rng.standard_normal(100).astype(">f4")
         data, _ = self.analyse(values)
@@ -137,6 +143,21 @@ class TorchTensorTest(AnalysisCase):
         data, _ = self.analyse(bf, "conditioning", family="flux-dev")
         self.assertEqual(data["dtype"], "BF16")
         self.assert_stats_match(data["stats"], bf.float().numpy())
+
+    def test_transposed_bfloat16_is_read_in_place(self):
+        bf = torch.randn(64, 32).to(torch.bfloat16).t()
+        data, _ = self.analyse(bf)
+        self.assertEqual((data["dtype"], data["shape"], data["strides"]), ("BF16", [32, 64], [1, 32]))
+        self.assertTrue(data["origin"]["zero_copy"])
+        self.assert_stats_match(data["stats"], bf.float().numpy())
+
+    def test_unreadable_tensor_is_a_monitoring_error(self):
+        data, doc = self.analyse(torch.empty(2, 3, device="meta"))
+        self.assertIsNone(data)
+        messages = [e["message"] for e in doc["monitoring_errors"]
+                    if e["source"] == "tensor_analysis"]
+        self.assertEqual(len(messages), 1)
+        self.assertIn("NotImplementedError", messages[0])
 
     def test_device_tensor_is_copied_and_says_so(self):
         class FakeCudaTensor:
