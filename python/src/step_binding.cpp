@@ -96,10 +96,18 @@ void register_step(py::module_& m) {
       .def(
           "attach",
           [](PyStep& self, const std::string& type, const std::string& name, py::handle data) {
-            self.get().attach(Attachment{type, name, from_python(data)});
+            nlohmann::json json;
+            try {
+              json = from_python(data);
+            } catch (const nlohmann::json::exception& e) {  // NaN/Infinity have no JSON form
+              self.get().record_monitoring_error("attach", name + ": " + e.what());
+              return;
+            }
+            self.get().attach(Attachment{type, name, std::move(json)});
           },
           py::arg("type"), py::arg("name"), py::arg("data"),
-          "Attaches a JSON-serialisable analysis {type, name, data}.")
+          "Attaches a JSON-serialisable analysis {type, name, data}; data with NaN/Infinity "
+          "is recorded as a monitoring error instead.")
       .def(
           "attempt",
           [](py::object self, const std::string& strategy) {

@@ -166,6 +166,19 @@ class RunTest(unittest.TestCase):
         doc = run.finish()
         self.assertEqual(doc.get("steps", []), [])
 
+    def test_attach_json_data(self):
+        run = self.monitor.start_run()
+        with run.step("custom", "a") as step:
+            step.attach("text", "prompt", {"characters": 42, "words": ["a", "cat"]})
+            step.attach("text", "bad", {"score": float("nan")})
+        doc = run.finish()
+        attachments = step_by_name(doc, "a")["attachments"]
+        self.assertEqual(attachments, [{"type": "text", "name": "prompt",
+                                        "data": {"characters": 42, "words": ["a", "cat"]}}])
+        errors = [e for e in doc["monitoring_errors"] if e["source"] == "attach"]
+        self.assertEqual(len(errors), 1)
+        self.assertTrue(errors[0]["message"].startswith("bad: "))
+
     def test_write_read_render(self):
         run = self.monitor.start_run(pipeline="t2i", model="flux-dev")
         with run.step("text_encoding", "encode prompt") as step:
