@@ -46,18 +46,18 @@ HWY_INLINE bool VecBlockF32(const Load& load, std::int64_t nv, double shift, Mom
   const hn::ScalableTag<float> df;
   const hn::Repartition<double, decltype(df)> dd;
   const hn::Half<decltype(df)> dfh;
-  const hn::RebindToSigned<decltype(df)> di;
   const std::int64_t N = static_cast<std::int64_t>(hn::Lanes(df));
   auto s0 = hn::Zero(dd), s1 = hn::Zero(dd), q0 = hn::Zero(dd), q1 = hn::Zero(dd);
   auto vmin = hn::Set(df, HUGE_VALF), vmax = hn::Set(df, -HUGE_VALF);
-  auto vz = hn::Zero(di);
+  std::int64_t z = 0;
+  // Widen first, then shift: x - k in f32 would round (measured: 1e-8 relative errors).
   const auto k = hn::Set(dd, shift);
   const auto zero = hn::Zero(df);
   for (std::int64_t i = 0; i < nv; i += N) {
     const auto x = load(df, i);
     vmin = hn::Min(vmin, x);
     vmax = hn::Max(vmax, x);
-    vz = hn::Sub(vz, hn::BitCast(di, hn::VecFromMask(df, hn::Eq(x, zero))));
+    z += static_cast<std::int64_t>(hn::CountTrue(df, hn::Eq(x, zero)));
     const auto lo = hn::Sub(hn::PromoteTo(dd, hn::LowerHalf(dfh, x)), k);
     const auto hi = hn::Sub(hn::PromoteTo(dd, hn::UpperHalf(dfh, x)), k);
     s0 = hn::Add(s0, lo);
@@ -69,12 +69,10 @@ HWY_INLINE bool VecBlockF32(const Load& load, std::int64_t nv, double shift, Mom
   HWY_ALIGN double dq[64];
   HWY_ALIGN float fmin[64];
   HWY_ALIGN float fmax[64];
-  HWY_ALIGN std::int32_t iz[64];
   hn::Store(hn::Add(s0, s1), dd, ds);
   hn::Store(hn::Add(q0, q1), dd, dq);
   hn::Store(vmin, df, fmin);
   hn::Store(vmax, df, fmax);
-  hn::Store(vz, di, iz);
   double s = 0, q = 0;
   for (size_t l = 0; l < hn::Lanes(dd); ++l) {
     s += ds[l];
@@ -82,11 +80,9 @@ HWY_INLINE bool VecBlockF32(const Load& load, std::int64_t nv, double shift, Mom
   }
   if (!std::isfinite(s) || !std::isfinite(q)) return false;
   float mn = fmin[0], mx = fmax[0];
-  std::int64_t z = 0;
   for (std::int64_t l = 0; l < N; ++l) {
     mn = std::min(mn, fmin[l]);
     mx = std::max(mx, fmax[l]);
-    z += iz[l];
   }
   out = FromSums(nv, shift, s, q, mn, mx, z);
   return true;
