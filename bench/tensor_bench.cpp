@@ -3,6 +3,8 @@
 // Size: GENSCOPE_BENCH_BYTES per operand (default 256 MiB). Each benchmark reports
 // bytes_per_second and "x_read_bw" = its throughput / the read bandwidth measured in this
 // run by a plain threaded sum over the same buffers (one stream for stats, two for diff).
+// Times are process CPU time (all threads): the build machine is shared and oversubscribed,
+// so wall time measures the scheduler; CPU time measures the code (see the docs).
 //   GENSCOPE_BENCH_BYTES=1073741824 ./build/bench/tensor_bench
 #include <benchmark/benchmark.h>
 
@@ -11,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <thread>
 #include <vector>
@@ -99,18 +102,19 @@ std::uint64_t read_sum(const std::uint8_t* p, std::size_t bytes) {
   return s;
 }
 
-// Best-of-5 read bandwidth (bytes/s) over `streams` buffers of the f32 set.
+// Best-of-5 read bandwidth (bytes per process-CPU second, like the benchmarks) over
+// `streams` buffers of the f32 set.
 double read_bandwidth(int streams) {
   static std::map<int, double> cache;
   if (cache.count(streams)) return cache[streams];
   const Buffers& buf = buffers(DType::kF32);
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t t0 = std::clock();
     std::uint64_t s = read_sum(buf.a.data(), buf.a.size());
     if (streams == 2) s += read_sum(buf.b.data(), buf.b.size());
     benchmark::DoNotOptimize(s);
-    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double sec = static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC;
     best = std::max(best, static_cast<double>(buf.a.size()) * streams / sec);
   }
   return cache[streams] = best;
@@ -180,20 +184,20 @@ void BM_Compare(benchmark::State& state, DType dtype) {
 
 }  // namespace
 
-BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Stats, f32, DType::kF32, false, 0)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Stats, f32_hash, DType::kF32, true, 0)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Stats, f32_1thread, DType::kF32, false, 1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Stats, f32_1thread_fused_hash, DType::kF32, true, 1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Stats, f16, DType::kF16, false, 0)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Stats, f16_hash, DType::kF16, true, 0)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Stats, bf16, DType::kBF16, false, 0)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Stats, bf16_hash, DType::kBF16, true, 0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_Stats, f32, DType::kF32, false, 0)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_Stats, f32_hash, DType::kF32, true, 0)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_Stats, f32_1thread, DType::kF32, false, 1)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_Stats, f32_1thread_fused_hash, DType::kF32, true, 1)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_Stats, f16, DType::kF16, false, 0)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_Stats, f16_hash, DType::kF16, true, 0)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_Stats, bf16, DType::kBF16, false, 0)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_Stats, bf16_hash, DType::kBF16, true, 0)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK(BM_ReadInCache)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_StatsInCache, f32, DType::kF32)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_StatsInCache, f16, DType::kF16)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_StatsInCache, bf16, DType::kBF16)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_Compare, f32, DType::kF32)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Compare, f16, DType::kF16)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Compare, bf16, DType::kBF16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Compare, f32, DType::kF32)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_Compare, f16, DType::kF16)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK_CAPTURE(BM_Compare, bf16, DType::kBF16)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK_MAIN();
