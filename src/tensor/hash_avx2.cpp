@@ -1,5 +1,9 @@
 // XXH3 compiled for AVX2 (called only when the CPU supports it; see hash.cpp).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
 #pragma GCC target("avx2")
+#endif
 #include <immintrin.h>
 #define XXH_INLINE_ALL
 #define XXH_VECTOR XXH_AVX2
@@ -19,3 +23,7 @@ void xxh3_update_avx2(void* state, const void* data, std::size_t bytes) noexcept
 }
 
 }  // namespace genscope::detail
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
