@@ -145,6 +145,17 @@ void BM_Stats(benchmark::State& state, DType dtype, bool hash, unsigned threads)
 
 }
 
+// Strided (transposed 2-D) view of the same f32 buffer: the gather path.
+void BM_StatsStrided(benchmark::State& state) {
+  const Buffers& buf = buffers(DType::kF32);
+  const std::int64_t n = static_cast<std::int64_t>(buf.a.size() / 4);
+  const std::int64_t rows = 4096, cols = n / rows;
+  const genscope::TensorView v{
+      .data = buf.a.data(), .shape = {cols, rows}, .strides = {1, cols}, .dtype = DType::kF32};
+  for (auto _ : state) benchmark::DoNotOptimize(genscope::compute_stats(v, {.hash = false}));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * rows * cols * 4));
+}
+
 // Compute-bound speed of one core: 256 KiB that stays in L2, no hash.
 void BM_StatsInCache(benchmark::State& state, DType dtype) {
   const Buffers& buf = buffers(dtype);
@@ -193,6 +204,7 @@ BENCHMARK_CAPTURE(BM_Stats, f16, DType::kF16, false, 0)->Unit(benchmark::kMillis
 BENCHMARK_CAPTURE(BM_Stats, f16_hash, DType::kF16, true, 0)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK_CAPTURE(BM_Stats, bf16, DType::kBF16, false, 0)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK_CAPTURE(BM_Stats, bf16_hash, DType::kBF16, true, 0)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK(BM_StatsStrided)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK(BM_ReadInCache)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_StatsInCache, f32, DType::kF32)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_StatsInCache, f16, DType::kF16)->Unit(benchmark::kMicrosecond);
