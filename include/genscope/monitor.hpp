@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -44,10 +45,20 @@ struct MonitorOptions {
   std::string log_path;
 };
 
+/// Which tensors analysed with analyze_tensor() are also written to disk, and how.
+struct TensorDumpOptions {
+  std::filesystem::path directory;  ///< Empty: no dumps.
+  std::vector<std::string> roles;   ///< Roles to dump ("conditioning", "latent", ...); empty = all.
+  std::vector<StepKind> kinds;      ///< Step kinds to dump; empty = all.
+  /// .safetensors with __metadata__ (analysis, run id, step) instead of .npy.
+  bool safetensors = false;
+};
+
 /// What a run is about.
 struct RunOptions {
   PipelineInfo pipeline;
   std::map<std::string, std::string> labels;
+  TensorDumpOptions dumps;  ///< Tensor dumps (off by default).
 };
 
 class Monitor;

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <exception>
+#include <filesystem>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -72,6 +74,15 @@ class Step {
   void label(std::string_view key, std::string_view value) noexcept;
   /// Records a monitoring failure against this step.
   void record_monitoring_error(std::string_view source, std::string_view message) noexcept;
+  /// Where a tensor of this step is dumped, when the run's TensorDumpOptions select it.
+  struct DumpTarget {
+    std::filesystem::path path;  ///< <dir>/<NN>_<step>/<tensor>.npy|.safetensors
+    bool safetensors = false;
+    std::string run_id;
+    std::string step_name;
+  };
+  /// The dump target of tensor `name` with role `role`; nullopt when not dumped.
+  std::optional<DumpTarget> dump_target(std::string_view name, std::string_view role) const;
   /// True when this step records (monitor enabled, step not ended).
   bool active() const noexcept { return state_ != nullptr; }
   /// The step id within its run; -1 when inactive.

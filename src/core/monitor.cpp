@@ -124,6 +124,7 @@ ActiveRun Monitor::start_run(RunOptions options) {
   r.gpus = std::move(gpus);
   r.pipeline = std::move(options.pipeline);
   r.labels = std::move(options.labels);
+  run->dumps = std::move(options.dumps);
   r.probes = std::move(opened);
   r.series.interval_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(state_->options.sample_interval).count();

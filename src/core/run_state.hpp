@@ -58,6 +58,7 @@ struct RunState {
   std::shared_ptr<MonitorState> monitor;
   std::mutex mutex;
   Run run;
+  TensorDumpOptions dumps;
   std::int64_t start_steady_ns = 0;
   std::vector<RunProbe> probes;
   std::vector<MetricInfo> columns;

@@ -153,6 +153,44 @@ Step::~Step() {
   end();
 }
 
+namespace {
+
+// File-name safe: letters, digits, '-', '_' and '.' kept; anything else becomes '_'.
+std::string sanitize(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_' || c == '.';
+    out += keep ? c : '_';
+  }
+  if (out.empty() || out == "." || out == "..") out = "_" + out;
+  return out.substr(0, 120);
+}
+
+}  // namespace
+
+std::optional<Step::DumpTarget> Step::dump_target(std::string_view name,
+                                                  std::string_view role) const {
+  if (state_ == nullptr || run_->dumps.directory.empty()) return std::nullopt;
+  const TensorDumpOptions& d = run_->dumps;
+  const StepRecord& r = state_->record;
+  if (!d.kinds.empty() && std::find(d.kinds.begin(), d.kinds.end(), r.kind) == d.kinds.end()) {
+    return std::nullopt;
+  }
+  if (!d.roles.empty() && std::find(d.roles.begin(), d.roles.end(), role) == d.roles.end()) {
+    return std::nullopt;
+  }
+  char prefix[16];
+  std::snprintf(prefix, sizeof prefix, "%02d_", r.id);
+  DumpTarget t;
+  t.safetensors = d.safetensors;
+  t.path = d.directory / (prefix + sanitize(r.name)) /
+           (sanitize(name) + (d.safetensors ? ".safetensors" : ".npy"));
+  t.run_id = run_->run.id;
+  t.step_name = r.name;
+  return t;
+}
+
 std::int64_t Step::now_ns() noexcept { return detail::steady_now_ns(); }
 
 int Step::id() const noexcept { return state_ != nullptr ? state_->record.id : -1; }
