@@ -103,6 +103,7 @@ class NvmlProbe final : public Probe {
   std::mutex mutex_;                       // sample() state below
   std::vector<std::uint8_t> unsupported_;  // [device * kCallCount + call]
   std::vector<nvmlProcessInfo_t> processes_;
+  std::string open_errors_;
 };
 
 std::string NvmlProbe::error_text(nvmlReturn_t rc) const {
@@ -194,6 +195,7 @@ ProbeStatus NvmlProbe::open() {
   }
   unsupported_.assign(devices_.size() * kCallCount, 0);
   if (devices_.empty()) return ProbeStatus::failure("no usable GPU: " + errors);
+  open_errors_ = std::move(errors);  // non-fatal: returned with the first sample
   return {};
 }
 
@@ -254,7 +256,8 @@ ProbeStatus NvmlProbe::sample(std::span<double> out) {
   for (double& v : out) v = kNaN;
   if (!initialized_ || devices_.empty()) return ProbeStatus::failure("nvml probe: not open");
   std::lock_guard lock(mutex_);
-  std::string errors;
+  std::string errors = std::move(open_errors_);
+  open_errors_.clear();
   for (std::size_t d = 0; d < devices_.size(); ++d) {
     nvmlDevice_t device = devices_[d];
     double* v = out.data() + d * kFiguresPerDevice;

@@ -16,7 +16,7 @@
 //   }]
 // }
 //
-// No scenario variable → nvmlInit_v2 returns DRIVER_NOT_LOADED; an unreadable or invalid
+// nvmlInit_v2/nvmlShutdown are reference-counted like NVML's. No scenario variable → nvmlInit_v2 returns DRIVER_NOT_LOADED; an unreadable or invalid
 // scenario → UNKNOWN (with the reason on stderr).
 #include <unistd.h>
 
@@ -59,7 +59,7 @@ struct Scenario {
 
 std::mutex g_mutex;
 Scenario g_scenario;
-bool g_initialized = false;
+int g_init_count = 0;  // NVML counts nvmlInit_v2/nvmlShutdown pairs; so does the fake
 
 nvmlReturn_t load_scenario(Scenario& out) {
   const char* path = std::getenv("GENSCOPE_FAKE_NVML_SCENARIO");
@@ -118,7 +118,7 @@ nvmlReturn_t enter(const char* call) {
   nvmlReturn_t rc = NVML_SUCCESS;
   {
     std::lock_guard lock(g_mutex);
-    if (!g_initialized) return NVML_ERROR_UNINITIALIZED;
+    if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
     if (auto it = g_scenario.hangs_ms.find(call); it != g_scenario.hangs_ms.end())
       hang_ms = it->second;
     if (auto it = g_scenario.errors.find(call); it != g_scenario.errors.end()) rc = it->second;
@@ -151,25 +151,21 @@ unsigned long long next_used(FakeDevice& dev) {
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlInit_v2(void) {
   Scenario s;
-  {
-    std::lock_guard lock(g_mutex);
-    g_initialized = false;
-  }
   nvmlReturn_t rc = load_scenario(s);
   if (rc != NVML_SUCCESS) return rc;
   if (auto it = s.hangs_ms.find("nvmlInit_v2"); it != s.hangs_ms.end())
     std::this_thread::sleep_for(std::chrono::milliseconds(it->second));
   if (auto it = s.errors.find("nvmlInit_v2"); it != s.errors.end()) return it->second;
   std::lock_guard lock(g_mutex);
-  g_scenario = std::move(s);
-  g_initialized = true;
+  g_scenario = std::move(s);  // every init re-reads the scenario (tests switch files)
+  ++g_init_count;
   return NVML_SUCCESS;
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlShutdown(void) {
   std::lock_guard lock(g_mutex);
-  if (!g_initialized) return NVML_ERROR_UNINITIALIZED;
-  g_initialized = false;
+  if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  --g_init_count;
   return NVML_SUCCESS;
 }
 
