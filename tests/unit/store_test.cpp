@@ -135,6 +135,7 @@ TEST(HistoryStore, InsertListDocumentCsvAndPrune) {
   auto second = make_run("aab222", 200, 3 * kSec);
   second.labels["branch"] = "perf";
   second.pipeline.name = "wan";
+  second.gpus.clear();  // a CPU-only run: empty GPU column, not NULL
   store.insert(second);
   store.insert(make_run("aaa111", 100, 4 * kSec));  // same id replaces
   EXPECT_EQ(store.size(), 2u);
