@@ -541,3 +541,32 @@ TEST(UsageStats, RecordRunSplitsLoadingFromInference) {
 
 }  // namespace
 }  // namespace genscope
+
+namespace genscope {
+namespace {
+
+// Every file in tests/fixtures/targets gives the error listed in expected_errors.json.
+TEST(Targets, FixturesGiveTheirErrors) {
+  const std::filesystem::path dir =
+      std::filesystem::path(GENSCOPE_SOURCE_DIR) / "tests" / "fixtures" / "targets";
+  std::ifstream in(dir / "expected_errors.json");
+  const auto expected = nlohmann::json::parse(in);
+  std::size_t checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name == "expected_errors.json") continue;
+    ASSERT_TRUE(expected.contains(name)) << name << " has no expected error";
+    std::string got = "ok";
+    try {
+      read_targets_file(entry.path(), "wan");
+    } catch (const Error& e) {
+      got = e.name();
+    }
+    EXPECT_EQ(got, expected[name].get<std::string>()) << name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, expected.size());
+}
+
+}  // namespace
+}  // namespace genscope
