@@ -46,9 +46,11 @@ PY
 db="$tmp/h.db"
 [ "$("$GENSCOPE" history --db "$db" add "$tmp"/run*.json | wc -l)" -eq 25 ] || fail "add"
 [ "$("$GENSCOPE" history --db "$db" list --limit 3 | wc -l)" -eq 4 ] || fail "list --limit"
-"$GENSCOPE" history --db "$db" list --label branch=perf --json | grep -q '"run_id": "run24"' \
-  || fail "list --label"
-"$GENSCOPE" history --db "$db" show run24 --json | grep -q '"schema": "genscope.run/1"' || fail "show"
+# (outputs are captured first: grep -q closing the pipe early would fail under pipefail)
+out=$("$GENSCOPE" history --db "$db" list --label branch=perf --json)
+grep -q '"run_id": "run24"' <<<"$out" || fail "list --label"
+out=$("$GENSCOPE" history --db "$db" show run24 --json)
+grep -q '"schema": "genscope.run/1"' <<<"$out" || fail "show"
 
 set +e
 out=$("$GENSCOPE" history --db "$db" regressions); rc=$?
@@ -62,7 +64,8 @@ out=$("$GENSCOPE" validate "$tmp/run03.json"); rc=$?
 "$GENSCOPE" validate "$tmp/run03.json" --target run.max=10s --target sampling.min_it_per_s=4 \
   --record --db "$db" >/dev/null; rc=$?
 [ $rc -eq 0 ] || fail "validate met: rc=$rc"
-"$GENSCOPE" history --db "$db" list --json | grep -q '"score": 100.0' || fail "recorded score"
+out=$("$GENSCOPE" history --db "$db" list --json)
+grep -q '"score": 100.0' <<<"$out" || fail "recorded score"
 
 out=$("$GENSCOPE" history --db /etc/hostname list 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "\[NotAHistoryDatabase\]" <<<"$out" || fail "foreign db: $out"
@@ -85,5 +88,6 @@ assert all(x["verdict"] == "unchanged" for x in c["steps"]), c["steps"]
 ' || fail "compare label groups"
 
 [ "$("$GENSCOPE" history --db "$db" export --csv | wc -l)" -eq 26 ] || fail "export --csv"
-"$GENSCOPE" history --db "$db" prune --older-than 1d | grep -q "pruned 25 runs" || fail "prune"
+out=$("$GENSCOPE" history --db "$db" prune --older-than 1d)
+grep -q "pruned 25 runs" <<<"$out" || fail "prune"
 echo "perf CLI ok"
