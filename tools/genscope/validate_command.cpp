@@ -1,5 +1,6 @@
 // `genscope validate RUN.json [--targets F] [--target SPEC].. [--json] [--record] [--db P]`:
 // scores a run against its targets; exit 1 when a target is missed.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
