@@ -20,5 +20,6 @@ void register_compare_command(CLI::App& app, CommandContext& context);
 void register_history_command(CLI::App& app, CommandContext& context);
 /// `genscope validate RUN.json --targets F`: performance targets, score, diagnostics.
 void register_validate_command(CLI::App& app, CommandContext& context);
+void register_tensor_command(CLI::App& app, CommandContext& context);
 
 }  // namespace genscope::cli
