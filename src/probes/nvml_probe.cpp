@@ -22,6 +22,7 @@
 #include <iterator>
 #include <limits>
 #include <mutex>
+#include <thread>
 #include <type_traits>
 
 #include "genscope/probe.hpp"
@@ -117,7 +118,7 @@ class NvmlProbe final : public Probe {
   std::vector<unsigned> device_indices_;
   std::vector<MetricInfo> metrics_;
   std::vector<GpuInfo> gpus_;
-  std::timed_mutex mutex_;                 // sample() state below
+  std::mutex mutex_;                       // sample() state below
   std::vector<std::uint8_t> unsupported_;  // [device * kCallCount + call]
   std::vector<nvmlProcessInfo_t> processes_;
   std::string open_errors_;
@@ -273,9 +274,15 @@ ProbeStatus NvmlProbe::sample(std::span<double> out) {
   if (!initialized_ || devices_.empty()) return ProbeStatus::failure("nvml probe: not open");
   // Concurrent callers (sampler and step boundary) wait their turn, but not behind a call
   // the driver never returns from: that would pile up the monitor's worker threads.
+  // Polled try_lock rather than timed_mutex::try_lock_for: the latter goes through
+  // pthread_mutex_clocklock, which ThreadSanitizer (GCC 12) does not intercept.
   std::unique_lock lock(mutex_, std::defer_lock);
-  if (!lock.try_lock_for(kBusyWait))
-    return ProbeStatus::failure("nvml probe: an earlier sample() is still in the driver");
+  const auto give_up = std::chrono::steady_clock::now() + kBusyWait;
+  while (!lock.try_lock()) {
+    if (std::chrono::steady_clock::now() >= give_up)
+      return ProbeStatus::failure("nvml probe: an earlier sample() is still in the driver");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   std::string errors = std::move(open_errors_);
   open_errors_.clear();
   for (std::size_t d = 0; d < devices_.size(); ++d) {

@@ -59,7 +59,9 @@ struct Scenario {
 };
 
 std::mutex g_mutex;
-Scenario g_scenario;
+// Never destroyed: a test abandons a hung call (as the monitor does with a real driver), and
+// that thread may still read the scenario while the process runs its static destructors.
+Scenario& g_scenario = *new Scenario;
 int g_init_count = 0;  // NVML counts nvmlInit_v2/nvmlShutdown pairs; so does the fake
 
 nvmlReturn_t load_scenario(Scenario& out) {

@@ -1,0 +1,104 @@
+// Private header of the Python binding: the wrapper classes and the per-file registration
+// functions that module.cpp calls.
+//
+// GIL rule: every call that may call a probe (opening or ending a step, starting or
+// finishing a run, destroying a monitor/run/step) runs with the GIL released, because a
+// probe may be a Python callback (the torch allocator source) that needs the GIL from the
+// sampler thread. Calls that only take RunState::mutex (labels, counters, attachments) keep
+// the GIL: the core never calls a probe while holding that mutex.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // in every file: type casters must agree across files
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "genscope/monitor.hpp"
+#include "genscope/probe.hpp"
+#include "genscope/run.hpp"
+#include "genscope/step.hpp"
+
+namespace genscope::python {
+
+namespace py = pybind11;
+
+/// Owns a Monitor; destroys it with the GIL released (joins the sampler thread).
+class PyMonitor {
+ public:
+  explicit PyMonitor(MonitorOptions options);
+  ~PyMonitor();
+  Monitor& get() { return *monitor_; }
+
+ private:
+  std::unique_ptr<Monitor> monitor_;
+};
+
+/// An ActiveRun plus the finished Run once finish() was called.
+class PyRun {
+ public:
+  explicit PyRun(ActiveRun run) : run_(std::move(run)) {}
+  ~PyRun();
+  ActiveRun& active() { return run_; }
+  /// Ends the run (idempotent) and returns the finished value.
+  const Run& finish();
+  /// The finished run, or a snapshot of the run in progress.
+  Run current() const;
+  bool finished() const { return finished_.has_value(); }
+
+ private:
+  ActiveRun run_;
+  std::optional<Run> finished_;
+};
+
+/// A Step scope bound to the Python thread that opened it.
+class PyStep {
+ public:
+  explicit PyStep(Step step) : step_(std::move(step)), owner_(std::this_thread::get_id()) {}
+  ~PyStep();
+  Step& get() { return step_; }
+  /// Ends the step; genscope.Error("StepWrongThread") from another thread.
+  void end();
+
+ private:
+  Step step_;
+  std::thread::id owner_;
+};
+
+/// One attempt of a fallback chain: `with step.attempt("tiled") as a: ...`.
+struct PyAttempt {
+  py::object step;  ///< The PyStep (kept alive).
+  std::string strategy;
+  std::int64_t start_ns = 0;
+  std::int64_t duration_ns = 0;
+  bool done = false;
+  bool ok = false;
+  std::string error;
+};
+
+/// "module.Qualname" of an exception type ("RuntimeError" for builtins).
+std::string exception_type_name(py::handle type);
+/// str(exception), never throwing.
+std::string exception_message(py::handle value);
+/// nlohmann::json -> Python object (through json.loads).
+py::object to_python(const nlohmann::json& value);
+/// Python object -> nlohmann::json (through json.dumps).
+nlohmann::json from_python(py::handle value);
+/// Run -> run document dict.
+py::object run_to_python(const Run& run);
+
+void register_monitor(py::module_& m);
+void register_step(py::module_& m);
+void register_tensor(py::module_& m);
+
+/// An AllocatorSource that reads `cuda.memory_stats(device)` and calls
+/// `cuda.reset_peak_memory_stats(device)` (cuda = torch.cuda or a look-alike), taking the GIL.
+std::shared_ptr<AllocatorSource> make_torch_cuda_source(py::object cuda, int device);
+
+/// Set at interpreter exit (atexit): Python callbacks must no longer take the GIL.
+bool python_finalizing() noexcept;
+
+}  // namespace genscope::python

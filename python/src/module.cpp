@@ -1,0 +1,150 @@
+// The extension module genscope._genscope: the error type, JSON conversion, run documents
+// (write_run / read_run / render_report) and the registration of every wrapper class.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <string>
+
+#include "bindings.hpp"
+#include "genscope/error.hpp"
+#include "genscope/report.hpp"
+#include "genscope/run_json.hpp"
+#include "genscope/version.hpp"
+
+namespace genscope::python {
+namespace {
+
+std::atomic<bool> g_finalizing{false};
+
+// genscope.Error, created once at import; kept for the life of the process.
+PyObject* g_error_type = nullptr;
+
+void raise_error(const Error& e) {
+  py::object type = py::reinterpret_borrow<py::object>(g_error_type);
+  py::object instance = type(e.name() + ": " + e.what());
+  instance.attr("name") = e.name();
+  instance.attr("message") = std::string(e.what());
+  PyErr_SetObject(g_error_type, instance.ptr());
+}
+
+// A run document dict, or a genscope ActiveRun (finished or not), as a Run value.
+Run run_from_python(py::handle doc_or_run) {
+  if (py::isinstance<PyRun>(doc_or_run)) return doc_or_run.cast<PyRun&>().current();
+  if (!py::isinstance<py::dict>(doc_or_run)) {
+    throw Error("InvalidArgument",
+                "expected a run document (dict) or a genscope Run, got " +
+                    std::string(py::str(doc_or_run.get_type().attr("__name__"))));
+  }
+  const nlohmann::json document = from_python(doc_or_run);
+  py::gil_scoped_release release;
+  return run_from_json(document);
+}
+
+}  // namespace
+
+bool python_finalizing() noexcept { return g_finalizing.load(std::memory_order_acquire); }
+
+std::string exception_type_name(py::handle type) {
+  try {
+    const std::string qualname = py::str(type.attr("__qualname__"));
+    const std::string module = py::str(type.attr("__module__"));
+    if (module.empty() || module == "builtins") return qualname;
+    return module + "." + qualname;
+  } catch (const py::error_already_set&) {
+    return "exception";
+  }
+}
+
+std::string exception_message(py::handle value) {
+  if (value.is_none()) return {};
+  try {
+    return py::str(value);
+  } catch (const py::error_already_set&) {
+    return "<unprintable exception>";
+  }
+}
+
+py::object to_python(const nlohmann::json& value) {
+  const std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return py::module_::import("json").attr("loads")(text);
+}
+
+nlohmann::json from_python(py::handle value) {
+  // default=str keeps non-JSON values (numpy scalars, paths) readable instead of failing.
+  const std::string text = py::str(py::module_::import("json").attr("dumps")(
+      value, py::arg("default") = py::module_::import("builtins").attr("str")));
+  return nlohmann::json::parse(text);
+}
+
+py::object run_to_python(const Run& run) {
+  std::string text;
+  {
+    py::gil_scoped_release release;
+    text = to_json(run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  return py::module_::import("json").attr("loads")(text);
+}
+
+}  // namespace genscope::python
+
+PYBIND11_MODULE(_genscope, m) {
+  namespace gp = genscope::python;
+  namespace py = pybind11;
+  m.doc() = "genscope: monitoring and validation of generative diffusion pipelines";
+  m.attr("__version__") = std::string(genscope::version());
+
+  static py::exception<genscope::Error> error_type(m, "Error");
+  gp::g_error_type = error_type.ptr();
+  error_type.attr("__doc__") =
+      "A genscope user error; .name is the stable error name, .message the explanation.";
+  error_type.attr("name") = "";
+  error_type.attr("message") = "";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const genscope::Error& e) {
+      gp::raise_error(e);
+    } catch (const nlohmann::json::exception& e) {
+      gp::raise_error(genscope::Error("InvalidJson", e.what()));
+    }
+  });
+
+  gp::register_monitor(m);
+  gp::register_step(m);
+  gp::register_tensor(m);
+
+  m.def(
+      "write_run",
+      [](py::handle doc_or_run, const std::string& path) {
+        genscope::Run run = gp::run_from_python(doc_or_run);
+        py::gil_scoped_release release;
+        genscope::write_run_file(run, path);
+      },
+      py::arg("doc_or_run"), py::arg("path"),
+      "Writes a run document (dict) or a Run atomically to `path`.");
+  m.def(
+      "read_run",
+      [](const std::string& path) {
+        genscope::Run run;
+        {
+          py::gil_scoped_release release;
+          run = genscope::read_run_file(path);
+        }
+        return gp::run_to_python(run);
+      },
+      py::arg("path"), "Reads a run document file and returns it as a dict.");
+  m.def(
+      "render_report",
+      [](py::handle doc_or_run, bool plain, bool series) {
+        genscope::Run run = gp::run_from_python(doc_or_run);
+        py::gil_scoped_release release;
+        return genscope::render_console(run, {.plain = plain, .series = series});
+      },
+      py::arg("doc_or_run"), py::arg("plain") = false, py::arg("series") = false,
+      "Renders the console report of a run document (dict) or a Run.");
+
+  // Python callbacks must stop taking the GIL once the interpreter starts finalizing.
+  py::module_::import("atexit").attr("register")(
+      py::cpp_function([]() { gp::g_finalizing.store(true, std::memory_order_release); }));
+}
