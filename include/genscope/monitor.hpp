@@ -23,6 +23,7 @@
 #include "genscope/probe.hpp"
 #include "genscope/run.hpp"
 #include "genscope/step.hpp"
+#include "genscope/usage_stats.hpp"
 
 namespace genscope {
 
@@ -128,6 +129,9 @@ class Monitor {
   void set_enabled(bool enabled) noexcept;
   bool enabled() const noexcept;
   const MonitorOptions& options() const noexcept;
+  /// Usage statistics over every run this monitor finished (seed 003): initialisation time
+  /// (model_loading steps), generations, average/total inference time, peak/current memory.
+  UsageStats usage() const;
 
  private:
   std::shared_ptr<detail::MonitorState> state_;

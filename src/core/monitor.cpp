@@ -71,6 +71,7 @@ void Monitor::add_probe(std::unique_ptr<Probe> probe) {
 void Monitor::set_enabled(bool enabled) noexcept { state_->enabled = enabled; }
 bool Monitor::enabled() const noexcept { return state_->enabled; }
 const MonitorOptions& Monitor::options() const noexcept { return state_->options; }
+UsageStats Monitor::usage() const { return state_->usage.stats(); }
 
 ActiveRun Monitor::start_run(RunOptions options) {
   if (!state_->enabled) return ActiveRun();
@@ -231,6 +232,14 @@ Run ActiveRun::finish() {
     run->open_steps.clear();
     run->run.duration_ns = end - run->start_steady_ns;
     result = run->snapshot_locked();
+  }
+  try {
+    detail::MonitorState& m = *run->monitor;
+    m.usage.set_device(result.gpus.empty() ? "cpu" : result.gpus.front().name);
+    m.usage.record_run(result);
+    result.attachments.push_back({"usage", "", m.usage.to_json()});
+  } catch (const std::exception& e) {
+    result.monitoring_errors.push_back({"usage", e.what(), result.duration_ns, {}});
   }
   if (run->monitor->log->enabled()) {
     // Seed 003's usage statistics line: totals and the run's peaks.

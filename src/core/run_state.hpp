@@ -98,6 +98,7 @@ struct MonitorState {
   std::vector<std::shared_ptr<ProbeSlot>> probes;
   std::weak_ptr<RunState> active_run;
   std::unique_ptr<LogSink> log;
+  UsageTracker usage;  // across the runs this monitor finished
 
   // Sampler
   std::thread sampler;

@@ -14,6 +14,9 @@ int main(int argc, char** argv) {
   genscope::cli::register_report_command(app, context);
   genscope::cli::register_probe_command(app, context);
   genscope::cli::register_tensor_command(app, context);
+  genscope::cli::register_validate_command(app, context);
+  genscope::cli::register_compare_command(app, context);
+  genscope::cli::register_history_command(app, context);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
