@@ -83,9 +83,10 @@ void LoraFile::validate(const LoraModule& m) const {
       if (up.size() < 2 || down.size() < 2) {
         throw Error("LoraRankMismatch", "LoRA module '" + m.name + "': up/down are not matrices");
       }
-      const std::int64_t up_rank = has("mid") ? shape("mid")[0] : up[1];
-      const std::int64_t inner = has("mid") ? shape("mid")[1] : down[0];
-      if (up[1] != up_rank || inner != down[0] || cols(up) != up[1]) {
+      // up: out × r (× 1 × 1); with a Tucker mid (r × r × k × k) between up and down.
+      const std::int64_t up_rank = has("mid") ? shape("mid")[0] : down[0];
+      const std::int64_t down_rank = has("mid") ? shape("mid")[1] : up[1];
+      if (up[1] != up_rank || down_rank != down[0] || cols(up) != up[1]) {
         throw Error("LoraRankMismatch", "LoRA module '" + m.name + "': up has rank " +
                                             std::to_string(up[1]) + ", down has rank " +
                                             std::to_string(down[0]));
