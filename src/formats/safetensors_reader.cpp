@@ -88,6 +88,12 @@ void SafetensorsFile::Impl::validate() {
     throw Error("InvalidHeaderUtf8",
                 "header is not valid UTF-8 at file offset " + std::to_string(8 + *bad));
   }
+  // nlohmann's lexer takes a NUL byte for the end of input, which would accept anything
+  // after it; raw NUL is never valid JSON, so reject it here.
+  if (const std::size_t nul = json.find('\0'); nul != std::string_view::npos) {
+    throw Error("InvalidHeaderJson",
+                "header contains a NUL byte at file offset " + std::to_string(8 + nul));
+  }
   detail::RawSafetensorsHeader raw = detail::parse_safetensors_header(json);
   if (!raw.json_ok) {
     throw Error("InvalidHeaderJson", "header is not valid JSON (header offset " +
