@@ -18,6 +18,7 @@
 #include "genscope/model_patcher.hpp"
 #include "genscope/safetensors.hpp"
 #include "lora/matmul.hpp"
+#include "lora/merge_kernel.hpp"
 #include "model/float_convert.hpp"
 
 namespace {
@@ -242,23 +243,25 @@ void BM_MemsetBandwidth(benchmark::State& state) {
 }
 BENCHMARK(BM_MemsetBandwidth)->Iterations(1);
 
-// In-memory merge of 16 f16 weights of 1280×1280 (52 MB of W): f16 -> f32, W += s·up·down,
-// f32 -> f16, exactly what merge_lora's fill does per tensor, without the file write.
+// In-memory merge of 16 f16 weights of 1280×1280 (52 MB of W) by the fused row-block loop
+// merge_lora uses: F16 -> F32, W += s·up·down, F32 -> F16, without the file write.
 void BM_MergeKernel(benchmark::State& state) {
   const std::int64_t rank = state.range(0), m = 1280, n = 1280, weights = 16;
   std::mt19937 rng(3);
   std::normal_distribution<float> nd(0.0f, 0.1f);
-  std::vector<float> up(m * rank), down(rank * n);
-  for (float& x : up) x = nd(rng);
-  for (float& x : down) x = nd(rng);
+  std::vector<detail::PreparedLora> patches(1);
+  patches[0].rank = rank;
+  patches[0].coefficient = 0.8f;
+  patches[0].up.resize(m * rank);
+  patches[0].down.resize(rank * n);
+  for (float& x : patches[0].up) x = nd(rng);
+  for (float& x : patches[0].down) x = nd(rng);
   std::vector<std::uint16_t> w_in(weights * m * n), w_out(weights * m * n);
   for (auto& x : w_in) x = detail::float_to_half(nd(rng));
-  std::vector<float> f32(m * n);
   for (auto _ : state) {
     for (std::int64_t t = 0; t < weights; ++t) {
-      detail::convert_to_f32(reinterpret_cast<const std::byte*>(w_in.data() + t * m * n), DType::kF16, 0, m * n, f32.data());
-      detail::matmul_add(up.data(), down.data(), f32.data(), m, rank, n, 0.8f);
-      detail::convert_from_f32(f32.data(), m * n, DType::kF16, reinterpret_cast<std::byte*>(w_out.data() + t * m * n));
+      detail::merge_rows(reinterpret_cast<const std::byte*>(w_in.data() + t * m * n),
+                         reinterpret_cast<std::byte*>(w_out.data() + t * m * n), DType::kF16, m, n, patches);
     }
     benchmark::ClobberMemory();
   }
