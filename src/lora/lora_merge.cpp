@@ -48,7 +48,13 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
   result.fit = fit_lora(*lora, base);
   const LoraFit& fit = result.fit;
   if (fit.architecture_mismatch) throw Error("LoraArchitectureMismatch", fit.verdict);
-  for (const auto& [name, target] : fit.matched) lora->validate(*lora->module(name));
+  for (const auto& [name, target] : fit.matched) {
+    const LoraModule& m = *lora->module(name);
+    lora->validate(m);
+    // DoRA rescales each output row by magnitude / ||W + dW||: not implemented, so refuse
+    // rather than write a plain-LoRA result that differs from what the trainer meant.
+    if (m.dora) throw Error("LoraUnsupported", "LoRA module '" + name + "' is DoRA (magnitude vector); merging DoRA is not supported");
+  }
   if (!fit.shape_mismatches.empty()) {
     throw Error("LoraShapeMismatch", "LoRA module " + fit.shape_mismatches.front() +
                                          (fit.shape_mismatches.size() > 1

@@ -322,8 +322,11 @@ def main(outdir):
     down, up = lora_pair(rng, dif["text_encoder." + te_key].shape, 8)
     peft["text_encoder." + te_key[:-7] + ".lora_A.weight"] = down
     peft["text_encoder." + te_key[:-7] + ".lora_B.weight"] = up
-    peft["text_encoder." + te_key[:-7] + ".lora_magnitude_vector"] = np.ones(12, np.float32)
     patches.append(("text_encoder." + te_key, up @ down, 0, 1))
+    # DoRA: the same module with a magnitude vector (merges refuse it: not implemented).
+    dora = {k: v for k, v in peft.items() if k.startswith("text_encoder.")}
+    dora["text_encoder." + te_key[:-7] + ".lora_magnitude_vector"] = np.ones(12, np.float32)
+    write_safetensors(f"{outdir}/sd15_dora.safetensors", dora)
     peft["unet.some_adapter.extra_state"] = np.zeros(3, np.float32)
     write_safetensors(f"{outdir}/sd15_peft.safetensors", peft)
     write_safetensors(f"{outdir}/expected_sd15_peft.safetensors", merge(dif, patches, 1.0))

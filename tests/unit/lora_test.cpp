@@ -162,6 +162,14 @@ TEST(LoraAnalysis, LohaAndLokrNormsMatchTheirDeltas) {
   }
 }
 
+TEST(LoraAnalysis, DoraFileIsFlagged) {
+  const auto lora = LoraFile::open(model_file("sd15_dora.safetensors"));
+  ASSERT_EQ(lora->modules().size(), 1u);
+  EXPECT_TRUE(lora->modules()[0].dora);
+  EXPECT_EQ(lora->modules()[0].naming, LoraNaming::kPeft);
+  EXPECT_EQ(lora->modules()[0].target, LoraTarget::kTextEncoder);
+}
+
 TEST(KeyMapping, UnetStructureIsReadFromKeys) {
   const auto xl = SafetensorsFile::open(model_file("sdxl.safetensors"));
   const auto config = unet_config_from_keys(keys_of(xl));
@@ -322,7 +330,8 @@ TEST(LoraMerge, BadInputsLeaveNoOutput) {
   for (const Case& c : {Case{"sd15.safetensors", "bad_missing_half.safetensors", "LoraMissingHalf", "attn1_to_q"},
                         Case{"sd15.safetensors", "bad_rank_mismatch.safetensors", "LoraRankMismatch", "attn1_to_k"},
                         Case{"sd15.safetensors", "bad_nan.safetensors", "LoraNaN", "attn1_to_v"},
-                        Case{"sdxl.safetensors", "sd15_kohya.safetensors", "LoraArchitectureMismatch", "SDXL"}}) {
+                        Case{"sdxl.safetensors", "sd15_kohya.safetensors", "LoraArchitectureMismatch", "SDXL"},
+                        Case{"sd15_diffusers.safetensors", "sd15_dora.safetensors", "LoraUnsupported", "DoRA"}}) {
     SCOPED_TRACE(c.lora);
     const auto out = out_path("bad_output.safetensors");
     try {
