@@ -54,7 +54,10 @@ class DictParser {
     if (i_ != s_.size()) fail("unexpected text after the header dict");
     if (!seen_descr || !seen_fortran || !seen_shape) {
       fail(std::string("missing key '") +
-           (!seen_descr ? "descr" : !seen_fortran ? "fortran_order" : "shape") + "'");
+           (!seen_descr     ? "descr"
+            : !seen_fortran ? "fortran_order"
+                            : "shape") +
+           "'");
     }
     return h;
   }
@@ -65,8 +68,8 @@ class DictParser {
   }
   char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
   void skip_ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' ||
-                              s_[i_] == '\r')) {
+    while (i_ < s_.size() &&
+           (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) {
       ++i_;
     }
   }
@@ -148,10 +151,9 @@ struct DescrRow {
 };
 
 constexpr DescrRow kDescrs[] = {
-    {'f', 8, DType::kF64}, {'f', 4, DType::kF32}, {'f', 2, DType::kF16},
-    {'i', 8, DType::kI64}, {'i', 4, DType::kI32}, {'i', 2, DType::kI16}, {'i', 1, DType::kI8},
-    {'u', 8, DType::kU64}, {'u', 4, DType::kU32}, {'u', 2, DType::kU16}, {'u', 1, DType::kU8},
-    {'b', 1, DType::kBool},
+    {'f', 8, DType::kF64}, {'f', 4, DType::kF32}, {'f', 2, DType::kF16}, {'i', 8, DType::kI64},
+    {'i', 4, DType::kI32}, {'i', 2, DType::kI16}, {'i', 1, DType::kI8},  {'u', 8, DType::kU64},
+    {'u', 4, DType::kU32}, {'u', 2, DType::kU16}, {'u', 1, DType::kU8},  {'b', 1, DType::kBool},
 };
 
 }  // namespace
@@ -174,21 +176,36 @@ std::optional<NpyDescr> parse_npy_descr(std::string_view descr) noexcept {
 
 std::string_view npy_descr(DType dtype) noexcept {
   switch (dtype) {
-    case DType::kF64: return "<f8";
-    case DType::kF32: return "<f4";
-    case DType::kF16: return "<f2";
-    case DType::kBF16: return "<u2";
-    case DType::kF8E4M3: return "|u1";
-    case DType::kF8E5M2: return "|u1";
-    case DType::kI64: return "<i8";
-    case DType::kI32: return "<i4";
-    case DType::kI16: return "<i2";
-    case DType::kI8: return "|i1";
-    case DType::kU64: return "<u8";
-    case DType::kU32: return "<u4";
-    case DType::kU16: return "<u2";
-    case DType::kU8: return "|u1";
-    case DType::kBool: return "|b1";
+    case DType::kF64:
+      return "<f8";
+    case DType::kF32:
+      return "<f4";
+    case DType::kF16:
+      return "<f2";
+    case DType::kBF16:
+      return "<u2";
+    case DType::kF8E4M3:
+      return "|u1";
+    case DType::kF8E5M2:
+      return "|u1";
+    case DType::kI64:
+      return "<i8";
+    case DType::kI32:
+      return "<i4";
+    case DType::kI16:
+      return "<i2";
+    case DType::kI8:
+      return "|i1";
+    case DType::kU64:
+      return "<u8";
+    case DType::kU32:
+      return "<u4";
+    case DType::kU16:
+      return "<u2";
+    case DType::kU8:
+      return "|u1";
+    case DType::kBool:
+      return "|b1";
   }
   return "|u1";
 }

@@ -41,6 +41,34 @@ std::uint64_t read_le(const std::byte* p, int n) {
   return v;
 }
 
+// Reverses the bytes of each `elem`-byte element of `in` into `out` (same size). The
+// fixed-width loops compile to vector shuffles.
+template <typename U, U (*kSwap)(U)>
+void swap_words(std::span<const std::byte> in, std::span<std::byte> out) {
+  for (std::size_t off = 0; off < in.size(); off += sizeof(U)) {
+    U v;
+    std::memcpy(&v, in.data() + off, sizeof v);
+    v = kSwap(v);
+    std::memcpy(out.data() + off, &v, sizeof v);
+  }
+}
+std::uint16_t bswap16(std::uint16_t v) { return __builtin_bswap16(v); }
+std::uint32_t bswap32(std::uint32_t v) { return __builtin_bswap32(v); }
+std::uint64_t bswap64(std::uint64_t v) { return __builtin_bswap64(v); }
+
+void byte_swap(std::span<const std::byte> in, std::span<std::byte> out, std::size_t elem) {
+  switch (elem) {
+    case 2:
+      return swap_words<std::uint16_t, bswap16>(in, out);
+    case 4:
+      return swap_words<std::uint32_t, bswap32>(in, out);
+    case 8:
+      return swap_words<std::uint64_t, bswap64>(in, out);
+    default:
+      std::memcpy(out.data(), in.data(), in.size());  // 1-byte elements
+  }
+}
+
 bool is_unsigned_int(DType d) {
   return d == DType::kU8 || d == DType::kU16 || d == DType::kU32 || d == DType::kU64;
 }
@@ -58,22 +86,21 @@ struct NpyArrayAccess {
 
 // Fills `impl` from `bytes`; `copy` forces the data into an owned buffer.
 void NpyArrayAccess::parse_into(Impl& impl, std::span<const std::byte> bytes,
-                std::optional<DType> stored_dtype, bool copy) {
+                                std::optional<DType> stored_dtype, bool copy) {
   const std::size_t size = bytes.size();
   const std::size_t magic_len = std::min(size, kMagicBytes);
   if (size == 0 || std::memcmp(bytes.data(), kMagic, magic_len) != 0) {
     throw Error("NpyBadMagic", "file does not start with \\x93NUMPY");
   }
   if (size < kMagicBytes + 2) {
-    throw Error("NpyTruncated", "file ends inside the magic/version (" + std::to_string(size) +
-                                    " bytes)");
+    throw Error("NpyTruncated",
+                "file ends inside the magic/version (" + std::to_string(size) + " bytes)");
   }
   const int major = std::to_integer<int>(bytes[6]);
   const int minor = std::to_integer<int>(bytes[7]);
   if (major < 1 || major > 3 || minor != 0) {
     throw Error("NpyUnsupportedVersion", "format version " + std::to_string(major) + "." +
-                                             std::to_string(minor) +
-                                             " (supported: 1.0, 2.0, 3.0)");
+                                             std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
   }
   const std::size_t len_bytes = major == 1 ? 2 : 4;
   if (size < 8 + len_bytes) throw Error("NpyTruncated", "file ends inside the header length");
@@ -88,9 +115,8 @@ void NpyArrayAccess::parse_into(Impl& impl, std::span<const std::byte> bytes,
                               header_len);
   if (major == 3) {
     if (auto bad = find_invalid_utf8(text)) {
-      throw Error("NpyHeaderInvalid",
-                  "v3 header is not valid UTF-8 at file offset " +
-                      std::to_string(8 + len_bytes + *bad));
+      throw Error("NpyHeaderInvalid", "v3 header is not valid UTF-8 at file offset " +
+                                          std::to_string(8 + len_bytes + *bad));
     }
   }
   NpyHeader header = parse_npy_header(text);
@@ -99,16 +125,16 @@ void NpyArrayAccess::parse_into(Impl& impl, std::span<const std::byte> bytes,
   DType dtype = descr->dtype;
   if (stored_dtype && *stored_dtype != dtype) {
     if (!is_unsigned_int(dtype) || dtype_size(*stored_dtype) != dtype_size(dtype)) {
-      throw Error("NpySidecarInvalid",
-                  "stored dtype " + std::string(dtype_name(*stored_dtype)) +
-                      " cannot reinterpret descr '" + header.descr + "'");
+      throw Error("NpySidecarInvalid", "stored dtype " + std::string(dtype_name(*stored_dtype)) +
+                                           " cannot reinterpret descr '" + header.descr + "'");
     }
     dtype = *stored_dtype;
   }
   const std::size_t elem = dtype_size(dtype);
   std::uint64_t numel = 1;
   constexpr auto kLimit = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-  const bool any_zero = std::find(header.shape.begin(), header.shape.end(), 0) != header.shape.end();
+  const bool any_zero =
+      std::find(header.shape.begin(), header.shape.end(), 0) != header.shape.end();
   if (any_zero) numel = 0;
   for (std::int64_t d : header.shape) {
     if (any_zero) break;
@@ -134,9 +160,7 @@ void NpyArrayAccess::parse_into(Impl& impl, std::span<const std::byte> bytes,
   std::span<const std::byte> data = bytes.subspan(data_start, nbytes);
   if (descr->big_endian) {
     impl.owned.resize(nbytes);
-    for (std::uint64_t off = 0; off < nbytes; off += elem) {
-      for (std::size_t k = 0; k < elem; ++k) impl.owned[off + k] = data[off + elem - 1 - k];
-    }
+    byte_swap(data, impl.owned, elem);
     impl.data = impl.owned;
   } else if (copy) {
     impl.owned.assign(data.begin(), data.end());
@@ -196,9 +220,7 @@ NpyArray NpyArrayAccess::parse(std::span<const std::byte> bytes,
 
 }  // namespace detail
 
-NpyArray read_npy(const std::filesystem::path& path) {
-  return detail::NpyArrayAccess::read(path);
-}
+NpyArray read_npy(const std::filesystem::path& path) { return detail::NpyArrayAccess::read(path); }
 
 NpyArray parse_npy(std::span<const std::byte> bytes, std::optional<DType> stored_dtype) {
   return detail::NpyArrayAccess::parse(bytes, stored_dtype);

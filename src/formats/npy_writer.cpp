@@ -73,8 +73,8 @@ void write_npy(const std::filesystem::path& path, const TensorView& view) {
   if (detail::npy_needs_sidecar(view.dtype)) {
     const std::string json =
         nlohmann::json{{"dtype", std::string(dtype_name(view.dtype))}}.dump() + "\n";
-    detail::write_file_atomically(
-        sidecar, std::as_bytes(std::span<const char>(json.data(), json.size())));
+    detail::write_file_atomically(sidecar,
+                                  std::as_bytes(std::span<const char>(json.data(), json.size())));
   } else {
     std::error_code ec;
     std::filesystem::remove(sidecar, ec);  // a stale sidecar would mislabel the new data

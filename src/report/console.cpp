@@ -261,6 +261,12 @@ void render_summary(std::string& out, const Run& run, const ConsoleStyle& s) {
 
 }  // namespace
 
+std::string render_attachment(const Attachment& attachment, const ConsoleOptions& options) {
+  std::string out;
+  detail::render_attachment(out, attachment, ConsoleStyle{options.plain}, "");
+  return out;
+}
+
 std::string render_console(const Run& run, const ConsoleOptions& options) {
   ConsoleStyle style{options.plain};
   std::string out;

@@ -16,8 +16,9 @@
 //   }]
 // }
 //
-// nvmlInit_v2/nvmlShutdown are reference-counted like NVML's. No scenario variable → nvmlInit_v2 returns DRIVER_NOT_LOADED; an unreadable or invalid
-// scenario → UNKNOWN (with the reason on stderr).
+// nvmlInit_v2/nvmlShutdown are reference-counted like NVML's. No scenario variable → nvmlInit_v2
+// returns DRIVER_NOT_LOADED; an unreadable or invalid scenario → UNKNOWN (with the reason on
+// stderr).
 #include <unistd.h>
 
 #include <chrono>
@@ -171,19 +172,32 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlShutdown(void) {
 
 FAKE_NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t rc) {
   switch (rc) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
-    case NVML_ERROR_NOT_FOUND: return "Not Found";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case NVML_ERROR_TIMEOUT: return "Timeout";
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+      return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+      return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION:
+      return "Insufficient Permissions";
+    case NVML_ERROR_NOT_FOUND:
+      return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT:
+      return "Timeout";
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+      return "Function Not Found";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "GPU is lost";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+      return "Argument version mismatch";
+    default:
+      return "Unknown Error";
   }
 }
 
@@ -288,9 +302,12 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int ty
   std::lock_guard lock(g_mutex);
   FakeDevice* dev = device_of(device);
   if (!dev || !clock) return NVML_ERROR_INVALID_ARGUMENT;
-  if (type == NVML_CLOCK_SM) *clock = dev->sm_clock_mhz;
-  else if (type == NVML_CLOCK_MEM) *clock = dev->mem_clock_mhz;
-  else return NVML_ERROR_NOT_SUPPORTED;
+  if (type == NVML_CLOCK_SM)
+    *clock = dev->sm_clock_mhz;
+  else if (type == NVML_CLOCK_MEM)
+    *clock = dev->mem_clock_mhz;
+  else
+    return NVML_ERROR_NOT_SUPPORTED;
   return NVML_SUCCESS;
 }
 

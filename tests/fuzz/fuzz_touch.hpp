@@ -26,7 +26,8 @@ inline std::uint8_t touch_view(const TensorView& view) {
   for (std::int64_t n = 0; n < numel; ++n) {
     std::int64_t offset = 0;
     for (std::size_t d = 0; d < index.size(); ++d) offset += index[d] * strides[d];
-    for (std::size_t b = 0; b < elem; ++b) acc ^= base[offset * static_cast<std::int64_t>(elem) + b];
+    for (std::size_t b = 0; b < elem; ++b)
+      acc ^= base[offset * static_cast<std::int64_t>(elem) + b];
     for (std::size_t d = index.size(); d-- > 0;) {
       if (++index[d] < view.shape[d]) break;
       index[d] = 0;

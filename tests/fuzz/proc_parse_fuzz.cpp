@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "probes/proc_file.hpp"
+// The replay build links genscope without its private include path: reach the private
+// header relative to this file.
+#include "../../src/probes/proc_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -24,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       sink = sink ^ fuzz::touch_view(v);
     }
     if (8 + file.header_size() + total != file.file_size()) __builtin_trap();
-    for (const auto& [k, v] : file.metadata()) sink = sink ^ static_cast<std::uint8_t>(k.size() + v.size());
+    for (const auto& [k, v] : file.metadata())
+      sink = sink ^ static_cast<std::uint8_t>(k.size() + v.size());
   } catch (const Error&) {
     // Rejected input: the expected outcome for most of the corpus.
   }

@@ -2,6 +2,7 @@
 // listed in expected_errors.json with the error name it must produce ("ok" when valid).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -14,8 +15,8 @@
 namespace genscope {
 namespace {
 
-const std::filesystem::path kFixtures = std::filesystem::path(GENSCOPE_SOURCE_DIR) / "tests" /
-                                        "fixtures";
+const std::filesystem::path kFixtures =
+    std::filesystem::path(GENSCOPE_SOURCE_DIR) / "tests" / "fixtures";
 
 nlohmann::json manifest(const std::string& fmt) {
   std::ifstream in(kFixtures / fmt / "expected_errors.json");
@@ -77,15 +78,16 @@ TEST(FormatFixtures, NpyManifest) {
     EXPECT_EQ(outcome([&] { read_npy(path); }), expected.get<std::string>()) << name;
     names_seen.insert(expected.get<std::string>());
   }
-  for (const char* name : {"ok", "NpyBadMagic", "NpyUnsupportedVersion", "NpyHeaderInvalid",
-                           "NpyUnknownDescr", "NpyTruncated", "NpyTrailingBytes",
-                           "NpySidecarInvalid"}) {
+  for (const char* name :
+       {"ok", "NpyBadMagic", "NpyUnsupportedVersion", "NpyHeaderInvalid", "NpyUnknownDescr",
+        "NpyTruncated", "NpyTrailingBytes", "NpySidecarInvalid"}) {
     EXPECT_TRUE(names_seen.count(name)) << "no fixture for " << name;
   }
 }
 
 TEST(FormatFixtures, ValidFixturesReadBack) {
-  const SafetensorsFile st = SafetensorsFile::open(kFixtures / "safetensors" / "ok_basic.safetensors");
+  const SafetensorsFile st =
+      SafetensorsFile::open(kFixtures / "safetensors" / "ok_basic.safetensors");
   ASSERT_EQ(st.entries().size(), 2u);
   EXPECT_EQ(st.metadata().at("format"), "pt");
   EXPECT_EQ(st.find("b")->dtype, DType::kBF16);

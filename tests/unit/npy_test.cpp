@@ -17,9 +17,9 @@ using test::run_python;
 using test::scratch_dir;
 
 constexpr DType kAllDtypes[] = {
-    DType::kF64, DType::kF32, DType::kF16, DType::kBF16, DType::kF8E4M3,
-    DType::kF8E5M2, DType::kI64, DType::kI32, DType::kI16, DType::kI8,
-    DType::kU64, DType::kU32, DType::kU16, DType::kU8, DType::kBool,
+    DType::kF64,    DType::kF32, DType::kF16, DType::kBF16, DType::kF8E4M3,
+    DType::kF8E5M2, DType::kI64, DType::kI32, DType::kI16,  DType::kI8,
+    DType::kU64,    DType::kU32, DType::kU16, DType::kU8,   DType::kBool,
 };
 
 std::vector<std::byte> pattern(std::size_t n, DType d) {
@@ -219,6 +219,24 @@ TEST(Npy, SidecarRules) {
   EXPECT_EQ(parse_npy(raw).dtype(), DType::kU16);
 }
 
+TEST(Npy, WriteIntoMissingFolderFails) {
+  const float f[1] = {1.f};
+  const auto path = scratch_dir("npy_missing") / "no" / "such" / "x.npy";
+  try {
+    write_npy(path, {f, {1}, {}, DType::kF32});
+    FAIL() << "write into a missing folder succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.name(), "WriteFailed");
+    EXPECT_NE(std::string(e.what()).find("x.npy"), std::string::npos) << e.what();
+  }
+  try {
+    read_npy(path);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.name(), "OpenFailed");
+  }
+}
+
 TEST(Npy, HeaderErrors) {
   auto file = [](const std::string& dict, std::size_t data_bytes, char major = 1) {
     std::string h = dict + "\n";
@@ -252,8 +270,7 @@ TEST(Npy, HeaderErrors) {
             "NpyUnknownDescr");
   EXPECT_EQ(error_name(file("{'descr': '|f4', 'fortran_order': False, 'shape': (1,)}", 4)),
             "NpyUnknownDescr");
-  EXPECT_EQ(error_name(file("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,)}",
-                            4)),
+  EXPECT_EQ(error_name(file("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,)}", 4)),
             "NpyUnknownDescr");
   EXPECT_EQ(error_name(file("{'descr': '<f4', 'fortran_order': False, "
                             "'shape': (4294967296, 4294967296, 4294967296)}",

@@ -32,8 +32,8 @@ nlohmann::json device(const std::string& name, double total_gib) {
           {"temperature", 55},
           {"power_mw", 251500},
           {"clocks", {{"sm", 1980}, {"mem", 2619}}},
-          {"processes", nlohmann::json::array({{{"pid", 1}, {"used", 5}},
-                                               {{"pid", "self"}, {"used", 123456789}}})}};
+          {"processes", nlohmann::json::array(
+                            {{{"pid", 1}, {"used", 5}}, {{"pid", "self"}, {"used", 123456789}}})}};
 }
 
 nlohmann::json scenario() {
@@ -84,10 +84,10 @@ TEST_F(NvmlProbeTest, DescribesEveryFigureOfEveryDevice) {
   EXPECT_TRUE(probe->may_block());
   const auto& m = probe->metrics();
   ASSERT_EQ(m.size(), 2 * kPerDevice);
-  const char* names[] = {"total_bytes", "used_bytes", "free_bytes", "reserved_bytes",
-                         "utilization_percent", "memory_utilization_percent",
-                         "temperature_celsius", "power_watts", "sm_clock_hertz",
-                         "memory_clock_hertz", "process_used_bytes"};
+  const char* names[] = {"total_bytes",         "used_bytes",          "free_bytes",
+                         "reserved_bytes",      "utilization_percent", "memory_utilization_percent",
+                         "temperature_celsius", "power_watts",         "sm_clock_hertz",
+                         "memory_clock_hertz",  "process_used_bytes"};
   const Unit units[] = {Unit::kBytes,   Unit::kBytes,   Unit::kBytes,   Unit::kBytes,
                         Unit::kPercent, Unit::kPercent, Unit::kCelsius, Unit::kWatts,
                         Unit::kHertz,   Unit::kHertz,   Unit::kBytes};
@@ -174,7 +174,8 @@ TEST_F(NvmlProbeTest, FallsBackToMemoryInfoV1) {
 TEST_F(NvmlProbeTest, MissingLibraryIsAClearOpenError) {
   const std::string error = open_error(scenario(), "/nonexistent/libnvidia-ml.so.1");
   EXPECT_NE(error.find("cannot load NVML library '/nonexistent/libnvidia-ml.so.1'"),
-            std::string::npos) << error;
+            std::string::npos)
+      << error;
 }
 
 TEST_F(NvmlProbeTest, LibraryWithoutNvmlSymbolsIsAClearOpenError) {
@@ -232,7 +233,8 @@ TEST_F(NvmlProbeTest, UnsupportedCallIsReportedOnceThenSkipped) {
   std::vector<double> v(kPerDevice);
   ProbeStatus s = probe->sample(v);
   EXPECT_NE(s.error.find("nvmlDeviceGetComputeRunningProcesses_v3(gpu0): Not Supported"),
-            std::string::npos) << s.error;
+            std::string::npos)
+      << s.error;
   EXPECT_NE(s.error.find("nvmlDeviceGetClockInfo(SM)(gpu0): Not Supported"), std::string::npos);
   EXPECT_NE(s.error.find("nvmlDeviceGetClockInfo(MEM)(gpu0): Not Supported"), std::string::npos);
   EXPECT_TRUE(std::isnan(v[kProc]) && std::isnan(v[kSm]) && std::isnan(v[kMem]));
@@ -266,6 +268,26 @@ TEST_F(NvmlProbeTest, HangingCallDelaysTheSampleButCompletes) {
   EXPECT_GE(elapsed, std::chrono::milliseconds(150));
   EXPECT_LT(elapsed, std::chrono::milliseconds(5000));
   EXPECT_EQ(v[kUtil], 42);
+}
+
+TEST_F(NvmlProbeTest, SecondCallerDoesNotQueueBehindAHungCall) {
+  nlohmann::json j = scenario();
+  j["hangs"] = {{"nvmlDeviceGetTemperature", 300}};
+  auto probe = open_ok(j);
+  std::vector<double> hung(kPerDevice), second(kPerDevice, 1.0);
+  ProbeStatus hung_status;
+  std::thread first([&] { hung_status = probe->sample(hung); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));  // first is in the driver
+  const auto start = std::chrono::steady_clock::now();
+  const ProbeStatus s = probe->sample(second);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  first.join();
+  // The error (not a late success) shows it gave up before the hang ended.
+  EXPECT_EQ(s.error, "nvml probe: an earlier sample() is still in the driver");
+  EXPECT_GE(waited, std::chrono::milliseconds(90));   // waited its turn for a while
+  EXPECT_TRUE(std::isnan(second[kUtil]));
+  EXPECT_TRUE(hung_status.ok()) << hung_status.error;
+  EXPECT_EQ(hung[kTemp], 55);
 }
 
 TEST_F(NvmlProbeTest, NonFatalOpenErrorsComeWithTheFirstSample) {

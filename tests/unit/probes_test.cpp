@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <thread>
@@ -13,6 +15,7 @@
 #include "genscope/host.hpp"
 #include "genscope/probe.hpp"
 #include "probes/proc_file.hpp"
+#include "probes/procfs_probes.hpp"
 
 namespace genscope {
 namespace {
@@ -29,7 +32,7 @@ TEST(ProcParse, KbFieldMatchesWholeKeysAtLineStart) {
   const std::string_view text = "XVmHWM:\t 1 kB\nVmHWM:\t   2048 kB\nVmRSS:  7 kB\nBad:  x kB\n";
   EXPECT_EQ(detail::parse_kb_field(text, "VmHWM"), 2048u * 1024);
   EXPECT_EQ(detail::parse_kb_field(text, "VmRSS"), 7u * 1024);
-  EXPECT_EQ(detail::parse_kb_field(text, "VmHW"), std::nullopt);   // prefix of a key
+  EXPECT_EQ(detail::parse_kb_field(text, "VmHW"), std::nullopt);    // prefix of a key
   EXPECT_EQ(detail::parse_kb_field(text, "VmSwap"), std::nullopt);  // absent
   EXPECT_EQ(detail::parse_kb_field(text, "Bad"), std::nullopt);     // not a number
   EXPECT_EQ(detail::parse_kb_field("Big: 99999999999999999999 kB\n", "Big"), std::nullopt);
@@ -91,13 +94,13 @@ TEST(ProcessProbe, PeakSeesFreedMemoryAndResetRestartsIt) {
   double rss_after = 0, peak_after = 0;
   ASSERT_TRUE(probe->sample({&rss_after, 1}).ok());
   ASSERT_TRUE(probe->read_peaks({&peak_after, 1}).ok());
-  EXPECT_LT(rss_after, rss_before + 16 * kMiB);    // RSS dropped back
-  EXPECT_GE(peak_after, rss_before + 63 * kMiB);   // the exact peak kept the 64 MiB
+  EXPECT_LT(rss_after, rss_before + 16 * kMiB);   // RSS dropped back
+  EXPECT_GE(peak_after, rss_before + 63 * kMiB);  // the exact peak kept the 64 MiB
 
   ASSERT_TRUE(probe->reset_peaks().ok());
   double peak_reset = 0;
   ASSERT_TRUE(probe->read_peaks({&peak_reset, 1}).ok());
-  EXPECT_LT(peak_reset, peak_after - 32 * kMiB);   // the reset forgot it
+  EXPECT_LT(peak_reset, peak_after - 32 * kMiB);  // the reset forgot it
 }
 
 TEST(ProcessProbe, SamplerAndMonitorThreadsMayCallConcurrently) {
@@ -119,6 +122,84 @@ TEST(ProcessProbe, SamplerAndMonitorThreadsMayCallConcurrently) {
   sampler.join();
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(boundary_failures, 0);
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const char* tmp = std::getenv("GENSCOPE_TEST_TMP");
+  const std::string dir = tmp && *tmp ? tmp : "/tmp";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/probes_" + std::to_string(::getpid()) + "_" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ProcessProbe, MissingClearRefsMeansNoExactPeakAndAClearError) {
+  detail::ProcessProbePaths paths;
+  paths.clear_refs = "/nonexistent/clear_refs";
+  auto probe = detail::make_process_probe(paths);
+  ASSERT_TRUE(probe->open().ok());  // RSS sampling still works
+  double value = 0;
+  EXPECT_TRUE(probe->sample({&value, 1}).ok());
+  EXPECT_GT(value, 0);
+  const std::string expected =
+      "VmHWM reset refused: No such file or directory; peaks fall back to sampling";
+  EXPECT_EQ(probe->reset_peaks().error, expected);
+  EXPECT_EQ(probe->reset_peaks().error, expected);  // every time
+  EXPECT_TRUE(probe->read_peaks({&value, 1}).ok());
+  EXPECT_TRUE(std::isnan(value));  // a VmHWM that cannot be reset is not the step's peak
+}
+
+TEST(ProcessProbe, RefusedResetWriteIsReportedEveryTime) {
+  detail::ProcessProbePaths paths;
+  paths.clear_refs = "/dev/full";  // opens for writing, refuses every write (ENOSPC)
+  auto probe = detail::make_process_probe(paths);
+  ASSERT_TRUE(probe->open().ok());
+  double peak = 0;
+  EXPECT_TRUE(probe->read_peaks({&peak, 1}).ok());
+  EXPECT_GT(peak, 0);  // not refused yet: VmHWM is read
+  const std::string expected =
+      "VmHWM reset refused: No space left on device; peaks fall back to sampling";
+  EXPECT_EQ(probe->reset_peaks().error, expected);
+  EXPECT_EQ(probe->reset_peaks().error, expected);
+  EXPECT_TRUE(probe->read_peaks({&peak, 1}).ok());
+  EXPECT_TRUE(std::isnan(peak));
+}
+
+TEST(ProcessProbe, MalformedProcFilesGiveNamedErrors) {
+  detail::ProcessProbePaths paths;
+  const std::string statm = write_temp("statm", "garbage\n");
+  const std::string status = write_temp("status", "Name:\tx\nVmRSS:\t 10 kB\n");
+  paths.statm = statm.c_str();
+  paths.status = status.c_str();
+  auto probe = detail::make_process_probe(paths);
+  ASSERT_TRUE(probe->open().ok());
+  double value = 0;
+  EXPECT_EQ(probe->sample({&value, 1}).error, statm + ": unexpected content");
+  EXPECT_TRUE(std::isnan(value));
+  EXPECT_EQ(probe->read_peaks({&value, 1}).error, status + ": no VmHWM line");
+  EXPECT_TRUE(std::isnan(value));
+  paths.statm = "/nonexistent/statm";
+  EXPECT_EQ(detail::make_process_probe(paths)->open().error,
+            "process probe: cannot open /nonexistent/statm: No such file or directory");
+}
+
+TEST(SystemProbe, ParsesAMeminfoFileAndNamesAMissingLine) {
+  const std::string good =
+      write_temp("meminfo", "MemTotal:       1000 kB\nMemFree:  1 kB\nMemAvailable:   250 kB\n");
+  auto probe = detail::make_system_probe(good.c_str());
+  ASSERT_TRUE(probe->open().ok());
+  double v[4] = {};
+  ASSERT_TRUE(probe->sample(v).ok());
+  EXPECT_EQ(v[0], 1000 * 1024.0);
+  EXPECT_EQ(v[1], 250 * 1024.0);
+  EXPECT_EQ(v[2], 750 * 1024.0);
+  EXPECT_EQ(v[3], 75.0);
+  const std::string bad = write_temp("meminfo_old", "MemTotal:       1000 kB\nMemFree: 1 kB\n");
+  probe = detail::make_system_probe(bad.c_str());
+  ASSERT_TRUE(probe->open().ok());
+  EXPECT_EQ(probe->sample(v).error, bad + ": no MemAvailable line");
+  EXPECT_EQ(v[0], 1000 * 1024.0);  // what could be read is kept
+  EXPECT_TRUE(std::isnan(v[1]) && std::isnan(v[2]) && std::isnan(v[3]));
 }
 
 TEST(SystemProbe, ValuesAreSaneAndConsistent) {
@@ -242,8 +323,7 @@ TEST(HostInfo, DescribesThisMachine) {
   ASSERT_EQ(::gethostname(name, sizeof name - 1), 0);
   EXPECT_EQ(host.hostname, name);
   EXPECT_EQ(host.cpu_cores, ::sysconf(_SC_NPROCESSORS_ONLN));
-  EXPECT_EQ(host.ram_bytes,
-            double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE)));
+  EXPECT_EQ(host.ram_bytes, double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE)));
   EXPECT_EQ(host.os.rfind("Linux ", 0), 0u) << host.os;
   EXPECT_FALSE(host.cpu_model.empty());
 }

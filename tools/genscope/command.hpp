@@ -14,6 +14,7 @@ struct CommandContext {
 
 void register_report_command(CLI::App& app, CommandContext& context);
 void register_probe_command(CLI::App& app, CommandContext& context);
+void register_tensor_command(CLI::App& app, CommandContext& context);
 /// `genscope model diff A B [--json]` (tools/genscope/model_command.cpp).
 void register_model_command(CLI::App& app, CommandContext& context);
 /// `genscope lora inspect|apply` (tools/genscope/lora_command.cpp).
