@@ -257,7 +257,7 @@ void BM_MergeKernel(benchmark::State& state) {
   for (float& x : patches[0].up) x = nd(rng);
   for (float& x : patches[0].down) x = nd(rng);
   std::vector<std::uint16_t> w_in(weights * m * n), w_out(weights * m * n);
-  for (auto& x : w_in) x = detail::float_to_half(nd(rng));
+  for (auto& x : w_in) x = detail::f32_to_f16(nd(rng));
   for (auto _ : state) {
     for (std::int64_t t = 0; t < weights; ++t) {
       detail::merge_rows(reinterpret_cast<const std::byte*>(w_in.data() + t * m * n),

@@ -12,7 +12,7 @@
 
 namespace genscope::detail {
 
-float half_to_float(std::uint16_t h) noexcept {
+float f16_to_f32(std::uint16_t h) noexcept {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
   std::uint32_t exp = (h >> 10) & 0x1fu;
   std::uint32_t mant = h & 0x3ffu;
@@ -33,7 +33,7 @@ float half_to_float(std::uint16_t h) noexcept {
   return out;
 }
 
-std::uint16_t float_to_half(float value) noexcept {
+std::uint16_t f32_to_f16(float value) noexcept {
   std::uint32_t x;
   std::memcpy(&x, &value, 4);
   const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
@@ -55,7 +55,7 @@ std::uint16_t float_to_half(float value) noexcept {
   return sign | static_cast<std::uint16_t>(r >> 13);
 }
 
-std::uint16_t float_to_bf16(float value) noexcept {
+std::uint16_t f32_to_bf16(float value) noexcept {
   std::uint32_t x;
   std::memcpy(&x, &value, 4);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
@@ -83,7 +83,7 @@ __attribute__((target("avx,f16c"))) void half_to_float_f16c(const std::byte* src
   for (; i < n; ++i) {
     std::uint16_t h;
     std::memcpy(&h, src + 2 * i, 2);
-    dst[i] = half_to_float(h);
+    dst[i] = f16_to_f32(h);
   }
 }
 __attribute__((target("avx,f16c"))) void float_to_half_f16c(const float* src, std::byte* dst,
@@ -94,7 +94,7 @@ __attribute__((target("avx,f16c"))) void float_to_half_f16c(const float* src, st
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 2 * i), h);
   }
   for (; i < n; ++i) {
-    const std::uint16_t h = float_to_half(src[i]);
+    const std::uint16_t h = f32_to_f16(src[i]);
     std::memcpy(dst + 2 * i, &h, 2);
   }
 }
@@ -130,7 +130,7 @@ void convert_to_f32(const std::byte* src, DType dtype, std::size_t first, std::s
       for (std::size_t i = 0; i < count; ++i) {
         std::uint16_t h;
         std::memcpy(&h, p + 2 * i, 2);
-        dst[i] = half_to_float(h);
+        dst[i] = f16_to_f32(h);
       }
       return;
     }
@@ -139,7 +139,7 @@ void convert_to_f32(const std::byte* src, DType dtype, std::size_t first, std::s
       for (std::size_t i = 0; i < count; ++i) {
         std::uint16_t h;
         std::memcpy(&h, p + 2 * i, 2);
-        dst[i] = bf16_to_float(h);
+        dst[i] = bf16_to_f32(h);
       }
       return;
     }
@@ -170,13 +170,13 @@ void convert_from_f32(const float* src, std::size_t count, DType dtype, std::byt
       }
 #endif
       for (std::size_t i = 0; i < count; ++i) {
-        const std::uint16_t h = float_to_half(src[i]);
+        const std::uint16_t h = f32_to_f16(src[i]);
         std::memcpy(dst + 2 * i, &h, 2);
       }
       return;
     case DType::kBF16:
       for (std::size_t i = 0; i < count; ++i) {
-        const std::uint16_t h = float_to_bf16(src[i]);
+        const std::uint16_t h = f32_to_bf16(src[i]);
         std::memcpy(dst + 2 * i, &h, 2);
       }
       return;

@@ -117,12 +117,12 @@ TEST(ModelDiff, DtypeChangeComparesValues) {
 
 TEST(FloatConvert, HalfAndBf16RoundTrip) {
   for (float v : {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f, 0.333333f}) {
-    EXPECT_EQ(detail::half_to_float(detail::float_to_half(v)), static_cast<float>(static_cast<_Float16>(v))) << v;
+    EXPECT_EQ(detail::f16_to_f32(detail::f32_to_f16(v)), static_cast<float>(static_cast<_Float16>(v))) << v;
   }
-  EXPECT_TRUE(std::isinf(detail::half_to_float(detail::float_to_half(1e6f))));
-  EXPECT_TRUE(std::isnan(detail::half_to_float(detail::float_to_half(NAN))));
-  EXPECT_EQ(detail::bf16_to_float(detail::float_to_bf16(1.0f + 1.0f / 256)), 1.0f);  // tie to even
-  EXPECT_EQ(detail::bf16_to_float(detail::float_to_bf16(1.0f + 3.0f / 256)), 1.0f + 4.0f / 256);
+  EXPECT_TRUE(std::isinf(detail::f16_to_f32(detail::f32_to_f16(1e6f))));
+  EXPECT_TRUE(std::isnan(detail::f16_to_f32(detail::f32_to_f16(NAN))));
+  EXPECT_EQ(detail::bf16_to_f32(detail::f32_to_bf16(1.0f + 1.0f / 256)), 1.0f);  // tie to even
+  EXPECT_EQ(detail::bf16_to_f32(detail::f32_to_bf16(1.0f + 3.0f / 256)), 1.0f + 4.0f / 256);
 }
 
 }  // namespace
