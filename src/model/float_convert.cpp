@@ -99,7 +99,12 @@ __attribute__((target("avx,f16c"))) void float_to_half_f16c(const float* src, st
   }
 }
 bool have_f16c() noexcept {
+#if defined(__clang__)
+  // clang's __builtin_cpu_supports has no "f16c"; every AVX2 CPU has F16C.
+  static const bool yes = __builtin_cpu_supports("avx2");
+#else
   static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+#endif
   return yes;
 }
 #endif
