@@ -215,6 +215,31 @@ TEST(KeyMapping, GeneratedUnetMapPairsEqualTensors) {
   EXPECT_GT(checked, 600u);
 }
 
+TEST(KeyMapping, TransformerModelsMapGenericNames) {
+  const std::vector<std::string> wan = {"model.diffusion_model.patch_embedding.weight",
+                                        "model.diffusion_model.blocks.0.self_attn.q.weight",
+                                        "model.diffusion_model.blocks.0.cross_attn.k.weight",
+                                        "model.diffusion_model.blocks.0.ffn.0.weight"};
+  EXPECT_EQ(detect_model_arch(wan), ModelArch::kWan);
+  const auto map = lora_key_map(wan);
+  for (const char* name : {"transformer.blocks.0.self_attn.q", "diffusion_model.blocks.0.self_attn.q",
+                           "lora_unet_blocks_0_self_attn_q", "lycoris_blocks_0_self_attn_q",
+                           "lora_transformer_blocks_0_self_attn_q"}) {
+    ASSERT_EQ(map.count(name), 1u) << name;
+    EXPECT_EQ(map.at(name).key, "model.diffusion_model.blocks.0.self_attn.q.weight");
+  }
+  const std::vector<std::string> flux = {"model.diffusion_model.double_blocks.0.img_attn.qkv.weight",
+                                         "model.diffusion_model.single_blocks.0.linear1.weight"};
+  EXPECT_EQ(detect_model_arch(flux), ModelArch::kFlux);
+  EXPECT_EQ(lora_key_map(flux).at("lora_unet_double_blocks_0_img_attn_qkv").key,
+            "model.diffusion_model.double_blocks.0.img_attn.qkv.weight");
+  std::string evidence;
+  EXPECT_EQ(detect_lora_arch({"lora_unet_double_blocks_0_img_attn_qkv"}, &evidence), ModelArch::kFlux);
+  EXPECT_EQ(detect_lora_arch({"transformer.transformer_blocks.0.img_mlp.net.0.proj"}, &evidence),
+            ModelArch::kQwenImage);
+  EXPECT_EQ(detect_model_arch({"model.diffusion_model.joint_blocks.0.x_block.attn.qkv.weight"}), ModelArch::kSD3);
+}
+
 TEST(LoraFit, KohyaLoraLoadsOntoBothNamings) {
   const auto lora = LoraFile::open(model_file("sd15_kohya.safetensors"));
   for (const char* base_name : {"sd15.safetensors", "sd15_diffusers.safetensors"}) {
