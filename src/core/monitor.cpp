@@ -1,0 +1,239 @@
+// Monitor and ActiveRun: probe ownership, run lifecycle and step opening.
+#include "genscope/monitor.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <random>
+
+#include "core/run_state.hpp"
+#include "core/step_stack.hpp"
+#include "genscope/error.hpp"
+#include "genscope/host.hpp"
+#include "genscope/version.hpp"
+
+namespace genscope {
+namespace {
+
+std::string random_run_id() {
+  std::random_device rd;
+  std::uniform_int_distribution<std::uint64_t> dist;
+  std::mt19937_64 gen((static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
+                      static_cast<std::uint64_t>(detail::steady_now_ns()));
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(dist(gen)),
+                static_cast<unsigned long long>(dist(gen)));
+  return buf;
+}
+
+bool env_disabled() {
+  const char* v = std::getenv("GENSCOPE_DISABLE");
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+}
+
+}  // namespace
+
+// --- Monitor ------------------------------------------------------------------------------
+
+Monitor::Monitor(MonitorOptions options) : state_(std::make_shared<detail::MonitorState>()) {
+  options.sample_interval = std::max(options.sample_interval, std::chrono::microseconds(1000));
+  state_->options = options;
+  state_->enabled = options.enabled && !env_disabled();
+  std::string log_path = options.log_path;
+  if (log_path.empty()) {
+    if (const char* env = std::getenv("GENSCOPE_LOG")) log_path = env;
+  }
+  state_->log = std::make_unique<detail::LogSink>(log_path);
+  const auto timeout = options.probe_timeout;
+  if (options.process_probe) {
+    state_->probes.push_back(std::make_shared<detail::ProbeSlot>(make_process_probe(), timeout));
+  }
+  if (options.system_probe) {
+    state_->probes.push_back(std::make_shared<detail::ProbeSlot>(make_system_probe(), timeout));
+  }
+  if (options.nvml_probe) {
+    state_->probes.push_back(
+        std::make_shared<detail::ProbeSlot>(make_nvml_probe(options.nvml_library), timeout));
+  }
+}
+
+Monitor::~Monitor() { state_->stop_sampler(); }
+
+void Monitor::add_probe(std::unique_ptr<Probe> probe) {
+  if (probe == nullptr) return;
+  auto slot = std::make_shared<detail::ProbeSlot>(std::move(probe), state_->options.probe_timeout);
+  std::lock_guard lock(state_->mutex);
+  state_->probes.push_back(std::move(slot));
+}
+
+void Monitor::set_enabled(bool enabled) noexcept { state_->enabled = enabled; }
+bool Monitor::enabled() const noexcept { return state_->enabled; }
+const MonitorOptions& Monitor::options() const noexcept { return state_->options; }
+
+ActiveRun Monitor::start_run(RunOptions options) {
+  if (!state_->enabled) return ActiveRun();
+  std::vector<std::shared_ptr<detail::ProbeSlot>> slots;
+  {
+    std::lock_guard lock(state_->mutex);
+    if (auto active = state_->active_run.lock(); active != nullptr) {
+      std::lock_guard run_lock(active->mutex);
+      if (!active->finished) {
+        throw Error("RunActive", "a run is already active on this monitor (run " +
+                                     active->run.id + "); finish it first");
+      }
+    }
+    slots = state_->probes;
+  }
+
+  std::vector<std::pair<std::string, std::string>> open_errors;
+  std::vector<detail::RunProbe> probes;
+  std::vector<MetricInfo> columns;
+  std::vector<GpuInfo> gpus;
+  std::vector<std::string> opened;
+  for (const auto& slot : slots) {
+    const ProbeStatus status = slot->open();
+    if (!status.ok()) {
+      open_errors.emplace_back(slot->name(), "probe unavailable: " + status.error);
+      continue;
+    }
+    detail::RunProbe p;
+    p.slot = slot;
+    p.first = columns.size();
+    p.count = slot->metrics().size();
+    p.exact = slot->has_exact_peaks();
+    columns.insert(columns.end(), slot->metrics().begin(), slot->metrics().end());
+    for (GpuInfo& g : slot->gpus()) gpus.push_back(std::move(g));
+    opened.push_back(slot->name());
+    probes.push_back(std::move(p));
+  }
+
+  auto run = std::make_shared<detail::RunState>(columns.size(), state_->options.series_capacity);
+  run->monitor = state_;
+  run->probes = std::move(probes);
+  run->columns = std::move(columns);
+  Run& r = run->run;
+  r.id = random_run_id();
+  r.start_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+  r.start_utc = detail::format_utc_iso8601(r.start_unix_ns);
+  r.genscope_version = version();
+  r.host = read_host_info();
+  r.gpus = std::move(gpus);
+  r.pipeline = std::move(options.pipeline);
+  r.labels = std::move(options.labels);
+  r.probes = std::move(opened);
+  r.series.interval_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(state_->options.sample_interval).count();
+  if (!state_->options.sampler) r.notes.push_back("sampler disabled: peaks are exact or endpoints");
+  run->start_steady_ns = detail::steady_now_ns();
+  {
+    std::lock_guard lock(run->mutex);
+    for (auto& [source, message] : open_errors) run->add_error_locked(source, message, {});
+    if (!state_->log->error().empty()) run->add_error_locked("log", state_->log->error(), {});
+  }
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->active_run = run;
+  }
+  state_->log->write("INFO", "run " + r.id + " started: pipeline=" + r.pipeline.name +
+                                 " model=" + r.pipeline.model);
+  if (state_->options.sampler) state_->start_sampler(run);
+  return ActiveRun(run);
+}
+
+// --- ActiveRun ----------------------------------------------------------------------------
+
+ActiveRun::ActiveRun(ActiveRun&&) noexcept = default;
+ActiveRun& ActiveRun::operator=(ActiveRun&& other) noexcept {
+  if (this != &other) {
+    if (state_ != nullptr) finish();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+ActiveRun::~ActiveRun() {
+  if (state_ != nullptr) {
+    try {
+      finish();
+    } catch (...) {
+    }
+  }
+}
+
+void ActiveRun::record_monitoring_error(std::string_view source,
+                                        std::string_view message) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(state_->mutex);
+    state_->add_error_locked(source, message, detail::current_step_name(state_.get()));
+  } catch (...) {
+  }
+}
+
+void ActiveRun::add_note(std::string_view note) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(state_->mutex);
+    state_->run.notes.emplace_back(note);
+  } catch (...) {
+  }
+}
+
+void ActiveRun::attach(Attachment attachment) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(state_->mutex);
+    state_->run.attachments.push_back(std::move(attachment));
+  } catch (...) {
+  }
+}
+
+void ActiveRun::label(std::string_view key, std::string_view value) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(state_->mutex);
+    state_->run.labels[std::string(key)] = std::string(value);
+  } catch (...) {
+  }
+}
+
+Run ActiveRun::snapshot() const {
+  if (state_ == nullptr) return Run{};
+  std::lock_guard lock(state_->mutex);
+  return state_->snapshot_locked();
+}
+
+Run ActiveRun::finish() {
+  if (state_ == nullptr) return Run{};
+  std::shared_ptr<detail::RunState> run = std::move(state_);
+  const std::int64_t end = detail::steady_now_ns();
+  {
+    std::lock_guard lock(run->monitor->mutex);
+    if (run->monitor->sampled_run == run) run->monitor->sampled_run = nullptr;
+  }
+  Run result;
+  {
+    std::lock_guard lock(run->mutex);
+    run->finished = true;
+    std::vector<double> none(run->columns.size(), kNaN);
+    for (detail::StepState* s : run->open_steps) {
+      s->record.status = StepStatus::kFailed;
+      if (s->record.error_message.empty()) {
+        s->record.error_message = "step was still open when the run finished";
+      }
+      s->open = false;
+      run->finalize_locked(*s, none, end);
+    }
+    run->open_steps.clear();
+    run->run.duration_ns = end - run->start_steady_ns;
+    result = run->snapshot_locked();
+  }
+  run->monitor->log->write(
+      "INFO", "run " + result.id + " finished: steps=" + std::to_string(result.steps.size()) +
+                  " duration_s=" + std::to_string(static_cast<double>(result.duration_ns) * 1e-9) +
+                  " monitoring_errors=" + std::to_string(result.monitoring_errors.size()));
+  return result;
+}
+
+}  // namespace genscope

@@ -1,0 +1,200 @@
+// RunState: probe sampling, peak folding and step finalisation shared by steps and sampler.
+#include "core/run_state.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace genscope::detail {
+
+std::int64_t steady_now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void RunState::add_error_locked(std::string_view source, std::string_view message,
+                                std::string step) {
+  auto key = std::make_pair(std::string(source), std::string(message));
+  if (error_counts[key]++ > 0) return;
+  MonitoringError e;
+  e.source = std::string(source);
+  e.message = std::string(message);
+  e.offset_ns = steady_now_ns() - start_steady_ns;
+  e.step = std::move(step);
+  if (monitor != nullptr && monitor->log != nullptr) {
+    monitor->log->write("WARNING", "monitoring error [" + e.source + "] " + e.message);
+  }
+  run.monitoring_errors.push_back(std::move(e));
+}
+
+void RunState::sample_all(std::vector<double>& row) {
+  row.assign(columns.size(), kNaN);
+  for (RunProbe& p : probes) {
+    const ProbeStatus status =
+        p.slot->sample(std::span<double>(row.data() + p.first, p.count));
+    if (!status.ok()) {
+      std::lock_guard lock(mutex);
+      add_error_locked(p.slot->name(), status.error, {});
+    }
+  }
+}
+
+void RunState::fold_exact_peaks() {
+  std::vector<double> peaks;
+  for (RunProbe& p : probes) {
+    if (!p.exact) continue;
+    peaks.assign(p.count, kNaN);
+    const ProbeStatus status = p.slot->read_peaks(peaks);
+    std::lock_guard lock(mutex);
+    if (!status.ok()) {
+      add_error_locked(p.slot->name(), status.error, {});
+      continue;
+    }
+    for (StepState* s : open_steps) {
+      for (std::size_t i = 0; i < p.count; ++i) {
+        const std::size_t c = p.first + i;
+        const double v = peaks[i];
+        if (!s->exact_valid[c] || std::isnan(v)) continue;
+        if (std::isnan(s->exact_peak[c]) || v > s->exact_peak[c]) s->exact_peak[c] = v;
+      }
+    }
+  }
+}
+
+void RunState::update_sampled_peaks_locked(const std::vector<double>& row, std::int64_t now_ns) {
+  for (StepState* s : open_steps) {
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const double v = row[c];
+      if (std::isnan(v)) continue;
+      if (std::isnan(s->sampled_peak[c]) || v > s->sampled_peak[c]) {
+        s->sampled_peak[c] = v;
+        s->sampled_peak_offset_ns[c] = std::max<std::int64_t>(0, now_ns - s->start_ns);
+      }
+    }
+  }
+}
+
+void RunState::finalize_locked(StepState& step, const std::vector<double>& after,
+                               std::int64_t end_ns) {
+  StepRecord& r = step.record;
+  r.duration_ns = std::max<std::int64_t>(0, end_ns - step.start_ns);
+  if (r.status == StepStatus::kRunning) r.status = StepStatus::kOk;
+  r.metrics.clear();
+  r.metrics.reserve(columns.size());
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    MetricFigures m;
+    m.name = columns[c].name;
+    m.unit = columns[c].unit;
+    m.before = step.before[c];
+    m.after = c < after.size() ? after[c] : kNaN;
+    double sampled = step.sampled_peak[c];
+    std::int64_t sampled_at = step.sampled_peak_offset_ns[c];
+    if (!std::isnan(m.after) && (std::isnan(sampled) || m.after > sampled)) {
+      sampled = m.after;
+      sampled_at = r.duration_ns;
+    }
+    const bool exact =
+        columns[c].exact_peak && step.exact_valid[c] && !std::isnan(step.exact_peak[c]);
+    if (exact) {
+      m.peak = std::max(step.exact_peak[c], std::isnan(sampled) ? step.exact_peak[c] : sampled);
+      m.peak_source = "exact";
+      // The high-water mark has no timestamp: use the sampler's time when it saw (almost) the
+      // same value, else leave the time unknown (a spike shorter than the sampling interval).
+      const double tolerance = std::max(64.0 * 1024.0, 0.005 * m.peak);
+      m.peak_offset_ns = (!std::isnan(sampled) && m.peak - sampled <= tolerance) ? sampled_at : -1;
+    } else {
+      m.peak = sampled;
+      m.peak_offset_ns = std::isnan(sampled) ? -1 : sampled_at;
+      m.peak_source = step.samples > 0 ? "sampled" : "endpoints";
+    }
+    r.metrics.push_back(std::move(m));
+  }
+}
+
+int RunState::thread_number_locked() {
+  const auto id = std::this_thread::get_id();
+  auto it = thread_numbers.find(id);
+  if (it != thread_numbers.end()) return it->second;
+  const int n = static_cast<int>(thread_numbers.size());
+  thread_numbers.emplace(id, n);
+  return n;
+}
+
+Run RunState::snapshot_locked() const {
+  Run copy = run;
+  copy.steps.clear();
+  copy.steps.reserve(steps.size());
+  for (const auto& s : steps) copy.steps.push_back(s->record);
+  copy.series.metrics.clear();
+  copy.series.units.clear();
+  for (const MetricInfo& m : columns) {
+    copy.series.metrics.push_back(m.name);
+    copy.series.units.push_back(m.unit);
+  }
+  copy.series.offset_ns = series.times();
+  copy.series.values = series.values();
+  copy.series.samples_taken = series.pushed();
+  copy.series.capacity = series.capacity();
+  for (MonitoringError& e : copy.monitoring_errors) {
+    const auto it = error_counts.find({e.source, e.message});
+    if (it != error_counts.end() && it->second > 1) {
+      e.message += " (repeated " + std::to_string(it->second) + " times)";
+    }
+  }
+  return copy;
+}
+
+// --- sampler ------------------------------------------------------------------------------
+
+void MonitorState::start_sampler(std::shared_ptr<RunState> run) {
+  std::lock_guard lock(mutex);
+  sampled_run = std::move(run);
+  if (!sampler.joinable()) sampler = std::thread([this] { sampler_loop(); });
+  sampler_cv.notify_all();
+}
+
+void MonitorState::stop_sampler() {
+  {
+    std::lock_guard lock(mutex);
+    sampler_stop = true;
+    sampled_run = nullptr;
+    sampler_cv.notify_all();
+  }
+  if (sampler.joinable()) sampler.join();
+}
+
+void MonitorState::sampler_loop() {
+  const auto interval = std::max(options.sample_interval, std::chrono::microseconds(1000));
+  std::vector<double> row;
+  auto next = std::chrono::steady_clock::now();
+  std::unique_lock lock(mutex);
+  for (;;) {
+    if (sampler_stop) return;
+    if (sampled_run == nullptr) {
+      sampler_cv.wait(lock, [&] { return sampler_stop || sampled_run != nullptr; });
+      next = std::chrono::steady_clock::now();
+      continue;
+    }
+    next += interval;
+    const auto now = std::chrono::steady_clock::now();
+    if (next < now) next = now + interval;  // fell behind: skip, never burst
+    if (sampler_cv.wait_until(lock, next, [&] { return sampler_stop; })) return;
+    std::shared_ptr<RunState> run = sampled_run;
+    if (run == nullptr) continue;
+    lock.unlock();
+    run->sample_all(row);
+    const std::int64_t t = steady_now_ns();
+    {
+      std::lock_guard run_lock(run->mutex);
+      if (!run->finished) {
+        run->series.push(t - run->start_steady_ns, row);
+        run->update_sampled_peaks_locked(row, t);
+        for (StepState* s : run->open_steps) ++s->samples;
+      }
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace genscope::detail

@@ -1,0 +1,112 @@
+// Internal state shared by Monitor, ActiveRun, Step and the sampler thread.
+//
+// Locking: RunState::mutex guards everything in RunState and in every StepState except the
+// iteration clock and durations, which only the step's own thread touches. Each ProbeSlot
+// serialises its own calls. Order: never call a probe while holding RunState::mutex.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/log_sink.hpp"
+#include "core/probe_slot.hpp"
+#include "core/time_series_buffer.hpp"
+#include "genscope/monitor.hpp"
+#include "genscope/run.hpp"
+
+namespace genscope::detail {
+
+std::int64_t steady_now_ns() noexcept;
+
+/// One open or finished step.
+struct StepState {
+  StepRecord record;
+  std::int64_t start_ns = 0;          // steady clock
+  std::vector<double> before;         // per run metric
+  std::vector<double> sampled_peak;   // max of sampled values (incl. before/after)
+  std::vector<std::int64_t> sampled_peak_offset_ns;
+  std::vector<double> exact_peak;     // folded high-water marks; NaN when none
+  std::vector<char> exact_valid;      // the high-water mark was reset at this step's start
+  bool open = true;
+  int samples = 0;                    // sampler rows taken while open
+  // Owner-thread only:
+  std::int64_t last_iteration_ns = 0;
+  std::vector<std::int64_t> iterations;
+};
+
+/// A probe as used by one run: its slot and where its metrics sit in the run's columns.
+struct RunProbe {
+  std::shared_ptr<ProbeSlot> slot;
+  std::size_t first = 0;  // first column
+  std::size_t count = 0;
+  bool exact = false;     // has exact-peak metrics
+  bool reset_refused_noted = false;
+};
+
+struct MonitorState;
+
+struct RunState {
+  std::shared_ptr<MonitorState> monitor;
+  std::mutex mutex;
+  Run run;
+  std::int64_t start_steady_ns = 0;
+  std::vector<RunProbe> probes;
+  std::vector<MetricInfo> columns;
+  TimeSeriesBuffer series;
+  std::vector<std::unique_ptr<StepState>> steps;
+  std::vector<StepState*> open_steps;
+  std::map<std::thread::id, int> thread_numbers;
+  std::map<std::pair<std::string, std::string>, int> error_counts;
+  std::atomic<int> open_count{0};
+  bool finished = false;
+
+  RunState(std::size_t columns, std::size_t capacity) : series(columns, capacity) {}
+
+  /// Records a monitoring error once per distinct (source, message); repeats are counted.
+  /// Caller holds `mutex`.
+  void add_error_locked(std::string_view source, std::string_view message, std::string step);
+  /// Samples every probe into `row` (size columns.size()); records failures. Lock not held.
+  void sample_all(std::vector<double>& row);
+  /// Reads exact peaks of every exact probe and folds them into all open steps.
+  /// Lock not held on entry.
+  void fold_exact_peaks();
+  /// Updates sampled peaks of all open steps with a row taken at `now_ns`. Caller holds mutex.
+  void update_sampled_peaks_locked(const std::vector<double>& row, std::int64_t now_ns);
+  /// Converts a step's state into its finished record. Caller holds mutex.
+  void finalize_locked(StepState& step, const std::vector<double>& after, std::int64_t end_ns);
+  /// Small per-run number of the calling thread. Caller holds mutex.
+  int thread_number_locked();
+  /// The run recorded so far. Caller holds mutex.
+  Run snapshot_locked() const;
+};
+
+/// Monitor-wide state: probes, options, the sampler thread and the active run.
+struct MonitorState {
+  MonitorOptions options;
+  std::atomic<bool> enabled{true};
+  std::mutex mutex;  // guards probes, active_run, sampler control
+  std::vector<std::shared_ptr<ProbeSlot>> probes;
+  std::weak_ptr<RunState> active_run;
+  std::unique_ptr<LogSink> log;
+
+  // Sampler
+  std::thread sampler;
+  std::condition_variable sampler_cv;
+  bool sampler_stop = false;
+  std::shared_ptr<RunState> sampled_run;  // the run the sampler feeds, null when idle
+
+  void start_sampler(std::shared_ptr<RunState> run);
+  void stop_sampler();
+  void sampler_loop();
+};
+
+}  // namespace genscope::detail

@@ -1,0 +1,285 @@
+// Step scopes: opening (baseline, peak reset), recording, and closing (end figures, peaks).
+#include "genscope/step.hpp"
+
+#include <algorithm>
+#include <cxxabi.h>
+#include <exception>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "core/run_state.hpp"
+#include "core/step_stack.hpp"
+#include "genscope/monitor.hpp"
+#include "genscope/report.hpp"
+
+namespace genscope {
+namespace detail {
+namespace {
+
+struct StackEntry {
+  const RunState* run;
+  StepState* step;
+};
+thread_local std::vector<StackEntry> t_open_steps;
+
+std::string demangle(const char* name) {
+  int status = 0;
+  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || out == nullptr) return name;
+  std::string result(out);
+  std::free(out);
+  return result;
+}
+
+}  // namespace
+
+void push_step(const RunState* run, StepState* step) { t_open_steps.push_back({run, step}); }
+
+void pop_step(const RunState* run, const StepState* step) noexcept {
+  for (auto it = t_open_steps.rbegin(); it != t_open_steps.rend(); ++it) {
+    if (it->run == run && it->step == step) {
+      t_open_steps.erase(std::next(it).base());
+      return;
+    }
+  }
+}
+
+StepState* current_step(const RunState* run) noexcept {
+  for (auto it = t_open_steps.rbegin(); it != t_open_steps.rend(); ++it) {
+    if (it->run == run) return it->step;
+  }
+  return nullptr;
+}
+
+std::string current_step_name(const RunState* run) {
+  const StepState* s = current_step(run);
+  return s != nullptr ? s->record.name : std::string();
+}
+
+}  // namespace detail
+
+// --- opening ------------------------------------------------------------------------------
+
+Step ActiveRun::step(StepKind kind, std::string_view name, const char* source) {
+  if (state_ == nullptr || !state_->monitor->enabled) return Step();
+  detail::RunState& run = *state_;
+  try {
+    auto st = std::make_unique<detail::StepState>();
+    const std::size_t n = run.columns.size();
+    st->sampled_peak.assign(n, kNaN);
+    st->sampled_peak_offset_ns.assign(n, -1);
+    st->exact_peak.assign(n, kNaN);
+    st->exact_valid.assign(n, 0);
+
+    // Steps already open keep their own peaks: fold the running high-water marks into them
+    // before this step resets the marks. A top-level step skips that read.
+    if (run.open_count.load(std::memory_order_acquire) > 0) run.fold_exact_peaks();
+    for (detail::RunProbe& p : run.probes) {
+      if (!p.exact) continue;
+      const ProbeStatus status = p.slot->reset_peaks();
+      if (status.ok()) {
+        for (std::size_t i = 0; i < p.count; ++i) {
+          st->exact_valid[p.first + i] = p.slot->metrics()[i].exact_peak ? 1 : 0;
+        }
+      } else if (!p.reset_refused_noted) {
+        std::lock_guard lock(run.mutex);
+        p.reset_refused_noted = true;
+        run.run.notes.push_back(p.slot->name() + ": " + status.error);
+        run.add_error_locked(p.slot->name(), status.error, std::string(name));
+      }
+    }
+    run.sample_all(st->before);
+    const std::int64_t start = detail::steady_now_ns();
+    st->start_ns = start;
+    st->last_iteration_ns = start;
+    for (std::size_t c = 0; c < n; ++c) {
+      st->sampled_peak[c] = st->before[c];
+      if (!std::isnan(st->before[c])) st->sampled_peak_offset_ns[c] = 0;
+    }
+    detail::StepState* raw = st.get();
+    {
+      std::lock_guard lock(run.mutex);
+      StepRecord& r = raw->record;
+      r.id = static_cast<int>(run.steps.size());
+      const detail::StepState* parent = detail::current_step(&run);
+      r.parent_id = parent != nullptr ? parent->record.id : -1;
+      r.name = std::string(name);
+      r.kind = kind;
+      r.status = StepStatus::kRunning;
+      if (source != nullptr) r.source = source;
+      r.thread = run.thread_number_locked();
+      r.start_offset_ns = start - run.start_steady_ns;
+      run.steps.push_back(std::move(st));
+      run.open_steps.push_back(raw);
+      run.open_count.fetch_add(1, std::memory_order_release);
+    }
+    detail::push_step(&run, raw);
+    if (run.monitor->log->enabled()) {
+      run.monitor->log->write("INFO", "step start: " + std::string(name) + " (" +
+                                          std::string(to_string(kind)) + ")");
+    }
+    return Step(state_, raw);
+  } catch (const std::exception& e) {
+    record_monitoring_error("monitor", std::string("cannot open step: ") + e.what());
+    return Step();
+  }
+}
+
+Step::Step(std::shared_ptr<detail::RunState> run, detail::StepState* state) noexcept
+    : run_(std::move(run)), state_(state), uncaught_at_open_(std::uncaught_exceptions()) {}
+
+Step::Step(Step&& other) noexcept
+    : run_(std::move(other.run_)),
+      state_(std::exchange(other.state_, nullptr)),
+      uncaught_at_open_(other.uncaught_at_open_) {}
+
+Step& Step::operator=(Step&& other) noexcept {
+  if (this != &other) {
+    end();
+    run_ = std::move(other.run_);
+    state_ = std::exchange(other.state_, nullptr);
+    uncaught_at_open_ = other.uncaught_at_open_;
+  }
+  return *this;
+}
+
+Step::~Step() {
+  if (state_ != nullptr && std::uncaught_exceptions() > uncaught_at_open_ &&
+      state_->record.status != StepStatus::kFailed) {
+    // The exception's text is not reachable during unwinding; run_step() records it.
+    fail("an exception propagated out of the step");
+  }
+  end();
+}
+
+std::int64_t Step::now_ns() noexcept { return detail::steady_now_ns(); }
+
+int Step::id() const noexcept { return state_ != nullptr ? state_->record.id : -1; }
+
+// --- closing ------------------------------------------------------------------------------
+
+void Step::end() noexcept {
+  if (state_ == nullptr) return;
+  detail::StepState* st = std::exchange(state_, nullptr);
+  std::shared_ptr<detail::RunState> run = std::move(run_);
+  const std::int64_t end_ns = detail::steady_now_ns();
+  try {
+    detail::pop_step(run.get(), st);
+    run->fold_exact_peaks();
+    std::vector<double> after;
+    run->sample_all(after);
+    std::string line;
+    {
+      std::lock_guard lock(run->mutex);
+      if (!st->open) return;  // already closed by finish()
+      st->open = false;
+      auto& open = run->open_steps;
+      open.erase(std::remove(open.begin(), open.end(), st), open.end());
+      run->open_count.fetch_sub(1, std::memory_order_release);
+      st->record.iteration_ns = std::move(st->iterations);
+      run->finalize_locked(*st, after, end_ns);
+      if (run->monitor->log->enabled()) line = detail::step_log_line(st->record);
+    }
+    if (!line.empty()) run->monitor->log->write("INFO", line);
+  } catch (...) {
+    // Closing a step must never throw into the pipeline.
+  }
+}
+
+// --- recording ----------------------------------------------------------------------------
+
+void Step::fail(std::string_view message, std::string_view type) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(run_->mutex);
+    state_->record.status = StepStatus::kFailed;
+    state_->record.error_message = std::string(message);
+    if (!type.empty()) state_->record.error_type = std::string(type);
+  } catch (...) {
+  }
+}
+
+void Step::fail_with_current_exception() noexcept {
+  if (state_ == nullptr) return;
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    fail(e.what(), detail::demangle(typeid(e).name()));
+  } catch (...) {
+    const std::type_info* t = abi::__cxa_current_exception_type();
+    fail("non-standard exception", t != nullptr ? detail::demangle(t->name()) : "unknown");
+  }
+}
+
+void Step::skip(std::string_view reason) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(run_->mutex);
+    state_->record.status = StepStatus::kSkipped;
+    state_->record.error_message = std::string(reason);
+  } catch (...) {
+  }
+}
+
+void Step::add_counter(std::string_view name, double value) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(run_->mutex);
+    state_->record.counters[std::string(name)] += value;
+  } catch (...) {
+  }
+}
+
+void Step::begin_iterations() noexcept {
+  if (state_ != nullptr) state_->last_iteration_ns = detail::steady_now_ns();
+}
+
+void Step::mark_iteration_slow() noexcept {
+  const std::int64_t now = detail::steady_now_ns();
+  try {
+    state_->iterations.push_back(now - state_->last_iteration_ns);
+  } catch (...) {
+  }
+  state_->last_iteration_ns = now;
+}
+
+void Step::record_attempt(std::string_view strategy, StepStatus outcome, std::string_view error,
+                          std::int64_t duration_ns) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(run_->mutex);
+    state_->record.attempts.push_back(
+        Attempt{std::string(strategy), outcome, std::string(error), duration_ns});
+  } catch (...) {
+  }
+}
+
+void Step::attach(Attachment attachment) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(run_->mutex);
+    state_->record.attachments.push_back(std::move(attachment));
+  } catch (...) {
+  }
+}
+
+void Step::label(std::string_view key, std::string_view value) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(run_->mutex);
+    state_->record.labels[std::string(key)] = std::string(value);
+  } catch (...) {
+  }
+}
+
+void Step::record_monitoring_error(std::string_view source, std::string_view message) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(run_->mutex);
+    run_->add_error_locked(source, message, state_->record.name);
+  } catch (...) {
+  }
+}
+
+}  // namespace genscope

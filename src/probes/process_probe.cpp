@@ -1,0 +1,105 @@
+// The process probe: resident memory of this process and its exact high-water mark.
+//
+// sample():      pread /proc/self/statm, resident pages × page size (one syscall).
+// read_peaks():  pread /proc/self/status, VmHWM (kB) — the kernel's exact peak RSS.
+// reset_peaks(): pwrite "5" to /proc/self/clear_refs, which restarts VmHWM from the
+//                current RSS (Linux >= 4.0, owner only).
+// All three files are opened once in open(); every buffer lives on the stack, so the
+// sampler thread and the monitor thread may call concurrently.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+#include "genscope/probe.hpp"
+#include "probes/proc_file.hpp"
+
+namespace genscope {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+class ProcessProbe final : public Probe {
+ public:
+  ProcessProbe() { metrics_.push_back({"process.rss_bytes", Unit::kBytes, true}); }
+
+  std::string name() const override { return "process"; }
+  const std::vector<MetricInfo>& metrics() const override { return metrics_; }
+
+  ProbeStatus open() override {
+    const long page = ::sysconf(_SC_PAGESIZE);
+    page_size_bytes_ = page > 0 ? static_cast<double>(page) : 4096.0;
+    if (std::string error = statm_.open("/proc/self/statm", O_RDONLY); !error.empty())
+      return ProbeStatus::failure("process probe: " + error);
+    if (std::string error = status_.open("/proc/self/status", O_RDONLY); !error.empty())
+      return ProbeStatus::failure("process probe: " + error);
+    // clear_refs may be missing or refused (old kernel, seccomp, read-only /proc): the
+    // probe still works, only the peak reset does not.
+    if (std::string error = clear_refs_.open("/proc/self/clear_refs", O_WRONLY);
+        !error.empty()) {
+      reset_error_ = "VmHWM reset refused: " + error.substr(error.rfind(": ") + 2) +
+                     "; peaks fall back to sampling";
+      reset_refused_.store(true, std::memory_order_release);
+    }
+    return {};
+  }
+
+  ProbeStatus sample(std::span<double> out) override {
+    out[0] = kNaN;
+    if (!statm_.is_open()) return ProbeStatus::failure("process probe: not open");
+    char buffer[128];
+    const long n = statm_.read_into(buffer, sizeof buffer);
+    if (n < 0) return ProbeStatus::failure("pread /proc/self/statm: " + detail::errno_text(-n));
+    const auto pages = detail::parse_statm_resident_pages({buffer, static_cast<size_t>(n)});
+    if (!pages) return ProbeStatus::failure("/proc/self/statm: unexpected content");
+    out[0] = static_cast<double>(*pages) * page_size_bytes_;
+    return {};
+  }
+
+  ProbeStatus read_peaks(std::span<double> out) override {
+    out[0] = kNaN;
+    // Without a working reset VmHWM is the lifetime peak, not the peak since the step
+    // started: report nothing and let the monitor use its sampled peak.
+    if (reset_refused_.load(std::memory_order_relaxed)) return {};
+    if (!status_.is_open()) return ProbeStatus::failure("process probe: not open");
+    char buffer[4096];  // /proc/self/status is ~1.5 KiB; VmHWM sits in the first third
+    const long n = status_.read_into(buffer, sizeof buffer);
+    if (n < 0)
+      return ProbeStatus::failure("pread /proc/self/status: " + detail::errno_text(-n));
+    const auto hwm = detail::parse_kb_field({buffer, static_cast<size_t>(n)}, "VmHWM");
+    if (!hwm) return ProbeStatus::failure("/proc/self/status: no VmHWM line");
+    out[0] = static_cast<double>(*hwm);
+    return {};
+  }
+
+  ProbeStatus reset_peaks() override {
+    if (reset_refused_.load(std::memory_order_acquire)) return ProbeStatus::failure(reset_error_);
+    const int rc = clear_refs_.write_text("5");
+    if (rc != 0) {
+      reset_error_ = "VmHWM reset refused: " + detail::errno_text(-rc) +
+                     "; peaks fall back to sampling";
+      reset_refused_.store(true, std::memory_order_release);
+      return ProbeStatus::failure(reset_error_);
+    }
+    return {};
+  }
+
+ private:
+  std::vector<MetricInfo> metrics_;
+  detail::ProcFile statm_;
+  detail::ProcFile status_;
+  detail::ProcFile clear_refs_;
+  double page_size_bytes_ = 4096.0;
+  // Set once (open() or the first refused write) and never cleared; reset_error_ is
+  // written before the release store and only read after observing it.
+  std::atomic<bool> reset_refused_{false};
+  std::string reset_error_;
+};
+
+}  // namespace
+
+std::unique_ptr<Probe> make_process_probe() { return std::make_unique<ProcessProbe>(); }
+
+}  // namespace genscope

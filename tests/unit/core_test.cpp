@@ -1,0 +1,475 @@
+// Tests of the monitor core: steps, peaks (exact and nested), probe failures and hangs,
+// exceptions, iterations, attempts, threads, the sampler bound and the log.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "core/time_series_buffer.hpp"
+#include "genscope/genscope.hpp"
+
+namespace genscope {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A probe whose value the test sets; it keeps its own high-water mark like VmHWM.
+struct ScriptedState {
+  std::atomic<double> value{10};
+  std::atomic<double> hwm{10};
+  std::atomic<bool> refuse_reset{false};
+  std::atomic<bool> fail_sample{false};
+  std::atomic<int> sample_sleep_ms{0};
+  void set(double v) {
+    value = v;
+    if (v > hwm) hwm = v;
+  }
+};
+
+class ScriptedProbe : public Probe {
+ public:
+  ScriptedProbe(std::shared_ptr<ScriptedState> s, bool blocking = false)
+      : s_(std::move(s)), blocking_(blocking) {}
+  std::string name() const override { return "scripted"; }
+  const std::vector<MetricInfo>& metrics() const override { return metrics_; }
+  ProbeStatus open() override { return {}; }
+  ProbeStatus sample(std::span<double> out) override {
+    if (s_->sample_sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s_->sample_sleep_ms));
+    if (s_->fail_sample) return ProbeStatus::failure("sensor unplugged");
+    out[0] = s_->value;
+    return {};
+  }
+  ProbeStatus read_peaks(std::span<double> out) override {
+    out[0] = s_->hwm;
+    return {};
+  }
+  ProbeStatus reset_peaks() override {
+    if (s_->refuse_reset) return ProbeStatus::failure("reset refused by test");
+    s_->hwm = s_->value.load();
+    return {};
+  }
+  bool may_block() const override { return blocking_; }
+
+ private:
+  std::shared_ptr<ScriptedState> s_;
+  bool blocking_;
+  std::vector<MetricInfo> metrics_{{"scripted.value_bytes", Unit::kBytes, true}};
+};
+
+MonitorOptions quiet_options() {
+  MonitorOptions o;
+  o.process_probe = false;
+  o.system_probe = false;
+  o.nvml_probe = false;
+  o.sampler = false;
+  return o;
+}
+
+const MetricFigures& figure(const StepRecord& s) {
+  const MetricFigures* m = s.metric("scripted.value_bytes");
+  EXPECT_NE(m, nullptr);
+  return *m;
+}
+
+TEST(Names, StepKindsRoundTrip) {
+  for (StepKind k : {StepKind::kModelLoading, StepKind::kLoraApplication, StepKind::kTextEncoding,
+                     StepKind::kLatentGeneration, StepKind::kSampling, StepKind::kVaeDecode,
+                     StepKind::kSave, StepKind::kCustom}) {
+    EXPECT_EQ(parse_step_kind(to_string(k)), k);
+  }
+  EXPECT_EQ(to_string(StepKind::kTextEncoding), "text_encoding");
+  EXPECT_FALSE(parse_step_kind("denoise").has_value());
+}
+
+TEST(Monitor, ExactPeakBetweenSamples) {
+  auto s = std::make_shared<ScriptedState>();
+  Monitor monitor(quiet_options());
+  monitor.add_probe(std::make_unique<ScriptedProbe>(s));
+  ActiveRun run = monitor.start_run();
+  constexpr double kMiB = 1 << 20;
+  s->set(10 * kMiB);
+  {
+    Step step = run.step(StepKind::kSampling, "spiky");
+    s->set(100 * kMiB);  // a spike no sample sees
+    s->set(20 * kMiB);
+  }
+  const genscope::Run r = run.finish();
+  ASSERT_EQ(r.steps.size(), 1u);
+  const MetricFigures& m = figure(r.steps[0]);
+  EXPECT_EQ(m.before, 10 * kMiB);
+  EXPECT_EQ(m.after, 20 * kMiB);
+  EXPECT_EQ(m.peak, 100 * kMiB);
+  EXPECT_EQ(m.peak_source, "exact");
+  EXPECT_EQ(m.peak_offset_ns, -1);  // the spike was never sampled: time unknown
+  EXPECT_EQ(r.steps[0].status, StepStatus::kOk);
+}
+
+TEST(Monitor, NestedStepsKeepTheirOwnExactPeaks) {
+  auto s = std::make_shared<ScriptedState>();
+  Monitor monitor(quiet_options());
+  monitor.add_probe(std::make_unique<ScriptedProbe>(s));
+  ActiveRun run = monitor.start_run();
+  {
+    Step outer = run.step(StepKind::kVaeDecode, "outer");
+    s->set(90);  // before the inner step: must count for outer only
+    s->set(30);
+    {
+      Step inner = run.step(StepKind::kCustom, "inner");
+      s->set(60);
+      s->set(30);
+    }
+    s->set(40);
+  }
+  const genscope::Run r = run.finish();
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_EQ(r.steps[0].name, "outer");
+  EXPECT_EQ(r.steps[1].parent_id, r.steps[0].id);
+  EXPECT_EQ(figure(r.steps[0]).peak, 90);
+  EXPECT_EQ(figure(r.steps[1]).peak, 60);
+  EXPECT_EQ(figure(r.steps[1]).before, 30);
+}
+
+TEST(Monitor, InnerPeakAlsoCountsForOuter) {
+  auto s = std::make_shared<ScriptedState>();
+  Monitor monitor(quiet_options());
+  monitor.add_probe(std::make_unique<ScriptedProbe>(s));
+  ActiveRun run = monitor.start_run();
+  {
+    Step outer = run.step(StepKind::kVaeDecode, "outer");
+    {
+      Step inner = run.step(StepKind::kCustom, "inner");
+      s->set(75);
+      s->set(10);
+    }
+  }
+  const genscope::Run r = run.finish();
+  EXPECT_EQ(figure(r.steps[0]).peak, 75);
+  EXPECT_EQ(figure(r.steps[1]).peak, 75);
+}
+
+TEST(Monitor, RefusedResetFallsBackAndSaysSo) {
+  auto s = std::make_shared<ScriptedState>();
+  s->refuse_reset = true;
+  Monitor monitor(quiet_options());
+  monitor.add_probe(std::make_unique<ScriptedProbe>(s));
+  ActiveRun run = monitor.start_run();
+  {
+    Step a = run.step(StepKind::kCustom, "a");
+    s->set(100);
+    s->set(20);
+  }
+  { Step b = run.step(StepKind::kCustom, "b"); }
+  const genscope::Run r = run.finish();
+  // Without a reset the high-water mark is not this step's: only endpoints are trusted.
+  EXPECT_EQ(figure(r.steps[0]).peak_source, "endpoints");
+  EXPECT_EQ(figure(r.steps[0]).peak, 20);
+  int reset_notes = 0;
+  for (const std::string& n : r.notes) reset_notes += n.find("reset refused") != std::string::npos;
+  EXPECT_EQ(reset_notes, 1);
+  ASSERT_EQ(r.monitoring_errors.size(), 1u) << r.monitoring_errors[1].message;  // once, not per step
+}
+
+TEST(Monitor, FailingProbeIsRecordedNeverThrown) {
+  auto s = std::make_shared<ScriptedState>();
+  s->fail_sample = true;
+  Monitor monitor(quiet_options());
+  monitor.add_probe(std::make_unique<ScriptedProbe>(s));
+  ActiveRun run = monitor.start_run();
+  for (int i = 0; i < 3; ++i) {
+    Step step = run.step(StepKind::kCustom, "step");
+  }
+  const genscope::Run r = run.finish();
+  EXPECT_EQ(r.steps.size(), 3u);
+  ASSERT_EQ(r.monitoring_errors.size(), 1u);
+  EXPECT_EQ(r.monitoring_errors[0].source, "scripted");
+  EXPECT_NE(r.monitoring_errors[0].message.find("sensor unplugged"), std::string::npos);
+  EXPECT_NE(r.monitoring_errors[0].message.find("repeated 6 times"), std::string::npos);
+  EXPECT_TRUE(std::isnan(figure(r.steps[0]).before));
+}
+
+TEST(Monitor, HangingProbeIsAbandonedAfterTimeout) {
+  auto s = std::make_shared<ScriptedState>();
+  auto opts = quiet_options();
+  opts.probe_timeout = 50ms;
+  Monitor monitor(opts);
+  monitor.add_probe(std::make_unique<ScriptedProbe>(s, /*blocking=*/true));
+  ActiveRun run = monitor.start_run();
+  s->sample_sleep_ms = 400;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    Step step = run.step(StepKind::kCustom, "while the driver hangs");
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  // Start: one timed-out call (50 ms); end: fails at once because the call is still hung.
+  EXPECT_LT(elapsed, 300ms);
+  const genscope::Run r = run.finish();
+  ASSERT_FALSE(r.monitoring_errors.empty());
+  EXPECT_NE(r.monitoring_errors[0].message.find("did not return within 50 ms"), std::string::npos);
+  EXPECT_EQ(r.steps[0].status, StepStatus::kOk);
+}
+
+TEST(Monitor, PipelineExceptionRecordedAndRethrownUnchanged) {
+  Monitor monitor(quiet_options());
+  ActiveRun run = monitor.start_run();
+  struct PipelineError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  EXPECT_THROW(run.run_step(StepKind::kVaeDecode, "decode",
+                            [](Step&) { throw PipelineError("CUDA out of memory"); }),
+               PipelineError);
+  try {
+    Step step = run.step(StepKind::kSave, "save");
+    throw std::logic_error("raii");
+  } catch (const std::logic_error&) {
+  }
+  const genscope::Run r = run.finish();
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_EQ(r.steps[0].status, StepStatus::kFailed);
+  EXPECT_EQ(r.steps[0].error_message, "CUDA out of memory");
+  EXPECT_NE(r.steps[0].error_type.find("PipelineError"), std::string::npos);
+  EXPECT_EQ(r.steps[1].status, StepStatus::kFailed);
+  EXPECT_EQ(r.steps[1].error_message, "an exception propagated out of the step");
+}
+
+TEST(Monitor, RunStepReturnsTheValue) {
+  Monitor monitor(quiet_options());
+  ActiveRun run = monitor.start_run();
+  const int v = run.run_step(StepKind::kCustom, "compute", [](Step&) { return 42; });
+  EXPECT_EQ(v, 42);
+}
+
+TEST(Monitor, AttemptsIterationsCountersSkip) {
+  Monitor monitor(quiet_options());
+  ActiveRun run = monitor.start_run();
+  {
+    Step step = run.step(StepKind::kLatentGeneration, "encode");
+    EXPECT_FALSE(step.try_attempt("direct", [] { throw std::runtime_error("OOM"); }));
+    EXPECT_TRUE(step.try_attempt("tiled", [] {}));
+    step.add_counter("frames", 8);
+    step.add_counter("frames", 8);
+    step.begin_iterations();
+    for (int i = 0; i < 5; ++i) {
+      std::this_thread::sleep_for(1ms);
+      step.mark_iteration();
+    }
+  }
+  {
+    Step step = run.step(StepKind::kTextEncoding, "negative prompt");
+    step.skip("empty negative prompt");
+  }
+  const genscope::Run r = run.finish();
+  const StepRecord& s = r.steps[0];
+  ASSERT_EQ(s.attempts.size(), 2u);
+  EXPECT_EQ(s.attempts[0].outcome, StepStatus::kFailed);
+  EXPECT_EQ(s.attempts[0].error, "OOM");
+  EXPECT_EQ(s.attempts[1].outcome, StepStatus::kOk);
+  EXPECT_EQ(s.counters.at("frames"), 16);
+  EXPECT_GT(s.rate("frames"), 0);
+  ASSERT_EQ(s.iteration_ns.size(), 5u);
+  for (auto d : s.iteration_ns) EXPECT_GE(d, 1'000'000);
+  EXPECT_EQ(r.steps[1].status, StepStatus::kSkipped);
+}
+
+TEST(Monitor, DisabledMonitorRecordsNothing) {
+  auto o = quiet_options();
+  o.enabled = false;
+  Monitor monitor(o);
+  ActiveRun run = monitor.start_run();
+  EXPECT_FALSE(run.active());
+  Step step = run.step(StepKind::kCustom, "x");
+  EXPECT_FALSE(step.active());
+  step.mark_iteration();
+  step.add_counter("items", 1);
+  EXPECT_TRUE(run.finish().steps.empty());
+  Monitor on(quiet_options());
+  on.set_enabled(false);
+  EXPECT_FALSE(on.start_run().active());
+}
+
+TEST(Monitor, OneActiveRunAtATime) {
+  Monitor monitor(quiet_options());
+  ActiveRun a = monitor.start_run();
+  try {
+    monitor.start_run();
+    FAIL() << "expected RunActive";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.name(), "RunActive");
+  }
+  a.finish();
+  EXPECT_TRUE(monitor.start_run().active());
+}
+
+TEST(Monitor, MacroOpensAScope) {
+  Monitor monitor(quiet_options());
+  ActiveRun run = monitor.start_run();
+  {
+    GENSCOPE_STEP(run, StepKind::kSave, "save png");
+  }
+  const genscope::Run r = run.finish();
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_NE(r.steps[0].source.find("core_test.cpp:"), std::string::npos);
+}
+
+TEST(Monitor, OpenStepsAreClosedByFinish) {
+  Monitor monitor(quiet_options());
+  ActiveRun run = monitor.start_run();
+  Step dangling = run.step(StepKind::kCustom, "left open");
+  const genscope::Run r = run.finish();
+  EXPECT_EQ(r.steps[0].status, StepStatus::kFailed);
+  dangling.end();  // harmless after finish
+}
+
+TEST(Monitor, StepsFromManyThreads) {
+  auto s = std::make_shared<ScriptedState>();
+  auto o = quiet_options();
+  o.sampler = true;
+  o.sample_interval = 1ms;
+  Monitor monitor(o);
+  monitor.add_probe(std::make_unique<ScriptedProbe>(s));
+  ActiveRun run = monitor.start_run();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        Step outer = run.step(StepKind::kCustom, "outer " + std::to_string(t));
+        Step inner = run.step(StepKind::kCustom, "inner " + std::to_string(t));
+        inner.mark_iteration();
+        inner.add_counter("items", 1);
+        s->set(static_cast<double>(i));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const genscope::Run r = run.finish();
+  ASSERT_EQ(r.steps.size(), 800u);
+  std::set<int> ids;
+  for (const StepRecord& st : r.steps) {
+    ids.insert(st.id);
+    EXPECT_EQ(st.status, StepStatus::kOk);
+    if (st.name.rfind("inner", 0) == 0) {
+      ASSERT_GE(st.parent_id, 0);
+      const StepRecord& parent = r.steps[static_cast<std::size_t>(st.parent_id)];
+      EXPECT_EQ(parent.thread, st.thread);
+      EXPECT_EQ(parent.name.substr(6), st.name.substr(6));
+    } else {
+      EXPECT_EQ(st.parent_id, -1);
+    }
+  }
+  EXPECT_EQ(ids.size(), 800u);
+}
+
+TEST(Sampler, FillsBoundedSeriesAndSampledPeaks) {
+  auto s = std::make_shared<ScriptedState>();
+  auto o = quiet_options();
+  o.sampler = true;
+  o.sample_interval = 1ms;
+  o.series_capacity = 16;
+  Monitor monitor(o);
+  monitor.add_probe(std::make_unique<ScriptedProbe>(s));
+  ActiveRun run = monitor.start_run();
+  {
+    Step step = run.step(StepKind::kSampling, "slow rise");
+    for (int i = 0; i < 60; ++i) {
+      s->set(100 + i);
+      std::this_thread::sleep_for(1ms);
+    }
+    s->value = 5;  // below the mark: the step peak stays exact at 159
+  }
+  const genscope::Run r = run.finish();
+  EXPECT_LE(r.series.size(), 16u);
+  EXPECT_GT(r.series.samples_taken, 16u);
+  EXPECT_EQ(r.series.metrics.size(), 1u);
+  const MetricFigures& m = figure(r.steps[0]);
+  EXPECT_EQ(m.peak, 159);
+  EXPECT_GE(m.peak_offset_ns, 0);  // the sampler saw it: its time is known
+  // Downsampled rows keep maxima: the stored series still contains a value near the top.
+  double top = 0;
+  for (std::size_t i = 0; i < r.series.size(); ++i) top = std::max(top, r.series.at(i, 0));
+  EXPECT_GE(top, 150);
+}
+
+TEST(TimeSeriesBuffer, CompactsOldHalfKeepingMaxima) {
+  detail::TimeSeriesBuffer b(1, 8);
+  for (int i = 0; i < 8; ++i) {
+    const double v = (i == 1) ? 100 : i;
+    b.push(i, std::span<const double>(&v, 1));
+  }
+  const double v = 8;
+  b.push(8, std::span<const double>(&v, 1));  // triggers compaction of rows 0..3
+  ASSERT_EQ(b.size(), 7u);
+  EXPECT_EQ(b.times()[0], 0);
+  EXPECT_EQ(b.values()[0], 100);  // max(0, 100)
+  EXPECT_EQ(b.values()[1], 3);    // max(2, 3)
+  EXPECT_EQ(b.values()[2], 4);
+  EXPECT_EQ(b.values()[6], 8);
+  EXPECT_EQ(b.pushed(), 9u);
+}
+
+TEST(Iterations, Summary) {
+  std::vector<std::int64_t> d{300, 100, 100, 100, 200};
+  const IterationStats s = summarize_iterations(d);
+  EXPECT_EQ(s.count, 5u);
+  EXPECT_EQ(s.first_ns, 300);
+  EXPECT_EQ(s.mean_ns, 160);
+  EXPECT_EQ(s.mean_rest_ns, 125);
+  EXPECT_EQ(s.p50_ns, 100);
+  EXPECT_DOUBLE_EQ(s.p95_ns, 280);  // linear interpolation, as NumPy
+  EXPECT_NEAR(s.stddev_ns, 89.4427, 1e-3);
+  EXPECT_NEAR(s.iterations_per_second, 5 / 800e-9, 1);
+  EXPECT_EQ(summarize_iterations({}).count, 0u);
+}
+
+TEST(Figures, DeltasAndCleanup) {
+  MetricFigures m;
+  m.before = 100;
+  m.peak = 300;
+  m.after = 150;
+  EXPECT_EQ(m.delta(), 50);
+  EXPECT_EQ(m.delta_percent(), 50);
+  EXPECT_EQ(m.cleanup_effectiveness(), 0.75);
+  m.before = 0;
+  EXPECT_TRUE(std::isnan(m.delta_percent()));
+}
+
+TEST(Log, LinesFromThreadsNeverInterleave) {
+  const std::string path = std::string(std::getenv("GENSCOPE_TEST_TMP") ? std::getenv("GENSCOPE_TEST_TMP") : "/tmp") + "/core_test.log";
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::filesystem::remove(path);
+  auto o = quiet_options();
+  o.log_path = path;
+  {
+    Monitor monitor(o);
+    ActiveRun run = monitor.start_run({.pipeline = {.name = "logtest"}});
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < 50; ++i) Step s = run.step(StepKind::kCustom, std::string(200, 'x'));
+      });
+    }
+    for (auto& th : threads) th.join();
+    run.finish();
+  }
+  std::ifstream in(path);
+  std::string line;
+  int starts = 0, ends = 0, lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    ASSERT_EQ(line.find(" - INFO - "), 24u) << line;  // "YYYY-MM-DDTHH:MM:SS.mmmZ - INFO - "
+    if (line.find("step start: ") != std::string::npos) ++starts;
+    if (line.find("step end: ") != std::string::npos) {
+      ++ends;
+      EXPECT_NE(line.find("status=ok"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(starts, 200);
+  EXPECT_EQ(ends, 200);
+  EXPECT_EQ(lines, 402);  // + run started + run finished
+}
+
+}  // namespace
+}  // namespace genscope

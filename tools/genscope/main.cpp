@@ -1,0 +1,28 @@
+// genscope: the command-line entry point. Each subcommand lives in its own file.
+#include <cstdio>
+#include <iostream>
+
+#include "command.hpp"
+#include "genscope/error.hpp"
+#include "genscope/version.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"genscope: monitor and validate generative diffusion pipelines"};
+  app.set_version_flag("--version", std::string("genscope ") + genscope::version());
+  app.require_subcommand(1);
+  genscope::cli::CommandContext context;
+  genscope::cli::register_report_command(app, context);
+  genscope::cli::register_probe_command(app, context);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const genscope::Error& e) {
+    std::cerr << "genscope: error [" << e.name() << "]: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "genscope: error: " << e.what() << "\n";
+    return 2;
+  }
+  return context.exit_code;
+}
