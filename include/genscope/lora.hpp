@@ -1,0 +1,194 @@
+// LoRA files: per-module format detection (kohya, diffusers/PEFT, LyCORIS LoHa/LoKr, full
+// diffs), analysis (rank, alpha, scale, ||dW||_F without forming up·down), the mapping of
+// module names onto a base model's keys (ComfyUI's rules), the fit of a LoRA to a base and
+// the streaming merge W <- W + strength·scale·dW. See docs/lora.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "genscope/safetensors.hpp"
+
+namespace genscope {
+
+/// How a module's weight delta is encoded.
+enum class LoraModuleType {
+  kLora,       ///< up·down (kohya lora_up/lora_down, PEFT lora_B/lora_A, ...), optional mid.
+  kLoha,       ///< LyCORIS LoHa: (w1a·w1b) ⊙ (w2a·w2b).
+  kLokr,       ///< LyCORIS LoKr: kron(w1, w2).
+  kDiff,       ///< Full weight/bias delta (diff, diff_b).
+  kSetWeight,  ///< Replacement weight.
+  kNorm,       ///< Norm layer weight/bias replacement (w_norm, b_norm).
+};
+
+/// The key-naming family a module was written in.
+enum class LoraNaming { kKohya, kPeft, kDiffusersOld, kLycoris };
+
+/// Which network a module targets.
+enum class LoraTarget { kUnet, kTextEncoder, kTextEncoder2, kT5, kTransformer, kUnknown };
+
+/// Model families genscope recognises from key names.
+enum class ModelArch { kUnknown, kSD1, kSD2, kSDXL, kSD3, kFlux, kWan, kQwenImage };
+
+/// "lora", "loha", "lokr", "diff", "set_weight", "norm".
+std::string_view lora_module_type_name(LoraModuleType type) noexcept;
+/// "kohya", "peft", "diffusers", "lycoris".
+std::string_view lora_naming_name(LoraNaming naming) noexcept;
+/// "unet", "text_encoder", "text_encoder_2", "t5", "transformer", "unknown".
+std::string_view lora_target_name(LoraTarget target) noexcept;
+/// "SD1.x", "SD2.x", "SDXL", "SD3", "Flux", "Wan", "Qwen-Image", "unknown".
+std::string_view model_arch_name(ModelArch arch) noexcept;
+
+/// One LoRA module: the tensors sharing a module name, with what they mean.
+struct LoraModule {
+  std::string name;  ///< Module name as in the file, e.g. "lora_unet_down_blocks_0_..._to_q".
+  LoraModuleType type = LoraModuleType::kLora;
+  LoraNaming naming = LoraNaming::kKohya;
+  LoraTarget target = LoraTarget::kUnknown;
+  /// Role -> tensor key. Roles: up, down, mid, alpha, dora_scale, hada_w1_a, hada_w1_b,
+  /// hada_w2_a, hada_w2_b, hada_t1, hada_t2, lokr_w1, lokr_w1_a, lokr_w1_b, lokr_w2,
+  /// lokr_w2_a, lokr_w2_b, lokr_t2, diff, diff_b, set_weight, w_norm, b_norm.
+  std::map<std::string, std::string> tensors;
+  std::int64_t rank = 0;          ///< Rows of down (LoRA/LoHa), 0 when not applicable.
+  std::optional<double> alpha;    ///< The alpha tensor's value, when present.
+  double scale = 1.0;             ///< alpha / rank; 1 when alpha is missing or 0.
+  std::vector<std::int64_t> delta_shape;  ///< Shape of the weight the module changes.
+  std::int64_t parameter_count = 0;
+  std::uint64_t bytes = 0;
+  bool dora = false;              ///< Has a DoRA magnitude (dora_scale / lora_magnitude_vector).
+  /// ||dW||_F at strength 1 (scale included); NaN when not computed or not computable.
+  double delta_norm = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// Groups a key list into modules (no tensor data needed). Keys matching no known suffix
+/// are returned in `unknown_keys`, never dropped. Ranks/shapes/alpha are left empty.
+std::vector<LoraModule> group_lora_keys(const std::vector<std::string>& keys,
+                                        std::vector<std::string>* unknown_keys);
+
+/// Frobenius norm of up·down computed as sqrt(trace((A Aᵀ)(Bᵀ B))): O(r²(m+n)), no m×n product.
+/// `up` is m×r, `down` is r×n, both row-major float32.
+double lora_delta_norm(const float* up, const float* down, std::int64_t m, std::int64_t r,
+                       std::int64_t n);
+
+/// An opened, analysed LoRA file (keeps the file mapped).
+class LoraFile {
+ public:
+  /// Opens, groups and analyses a LoRA; `norms` also computes every module's ||dW||_F.
+  static std::shared_ptr<const LoraFile> open(const std::filesystem::path& path, bool norms = true);
+
+  /// The file path.
+  const std::filesystem::path& path() const noexcept { return path_; }
+  /// The mapped file.
+  const SafetensorsFile& file() const noexcept { return file_; }
+  /// Modules in name order.
+  const std::vector<LoraModule>& modules() const noexcept { return modules_; }
+  /// Keys that belong to no recognised module.
+  const std::vector<std::string>& unknown_keys() const noexcept { return unknown_keys_; }
+  /// Architecture suggested by the module names.
+  ModelArch arch() const noexcept { return arch_; }
+  /// The evidence for arch(), in words.
+  const std::string& arch_evidence() const noexcept { return arch_evidence_; }
+  /// Module by name; nullptr when absent.
+  const LoraModule* module(std::string_view name) const noexcept;
+  /// dW of one module as float32 (delta_shape, row-major), scale included, strength 1.
+  /// Throws genscope::Error (LoraMissingHalf, LoraRankMismatch, LoraNaN, ...) naming it.
+  std::vector<float> delta(const LoraModule& module) const;
+  /// weight += coefficient·dW (scale included) for a float32 weight of dW's size, without
+  /// allocating dW for up·down modules. Same errors as delta().
+  void add_delta(const LoraModule& module, double coefficient, std::span<float> weight) const;
+  /// Checks that delta() can be formed (halves present, ranks agree, no NaN/Inf).
+  void validate(const LoraModule& module) const;
+
+ private:
+  LoraFile(std::filesystem::path path, SafetensorsFile file);
+  std::filesystem::path path_;
+  SafetensorsFile file_;
+  std::vector<LoraModule> modules_;
+  std::vector<std::string> unknown_keys_;
+  ModelArch arch_ = ModelArch::kUnknown;
+  std::string arch_evidence_;
+};
+
+/// The structure of an ldm UNet (ComfyUI unet_config subset).
+struct UnetConfig {
+  std::vector<int> num_res_blocks;            ///< Per level.
+  std::vector<int> transformer_depth;         ///< Per input res block.
+  std::vector<int> transformer_depth_output;  ///< Per output block.
+  int transformer_depth_middle = 0;
+};
+
+/// Detects the model family from state-dict keys (ldm, diffusers or transformer naming).
+ModelArch detect_model_arch(const std::vector<std::string>& model_keys);
+/// Reads the UNet structure from ldm keys (any prefix before "input_blocks.") or diffusers
+/// keys (any prefix before "down_blocks.").
+std::optional<UnetConfig> unet_config_from_keys(const std::vector<std::string>& model_keys);
+/// ComfyUI's unet_to_diffusers: diffusers UNet key -> ldm key, generated from the structure.
+std::map<std::string, std::string> unet_to_diffusers(const UnetConfig& config);
+/// Where a LoRA module lands in the base: a weight key, or one of `chunks` equal row blocks
+/// of it (OpenCLIP's fused attn.in_proj_weight holds q, k, v as chunks 0, 1, 2).
+struct LoraKeyTarget {
+  std::string key;
+  int chunk = 0;
+  int chunks = 1;
+};
+/// ComfyUI's model_lora_keys_unet + model_lora_keys_clip: LoRA module name -> model weight,
+/// for every naming the base's keys allow (ldm/diffusers UNet, transformers, CLIP towers).
+std::map<std::string, LoraKeyTarget> lora_key_map(const std::vector<std::string>& model_keys);
+/// Architecture suggested by LoRA module names, with the evidence in words.
+ModelArch detect_lora_arch(const std::vector<std::string>& module_names, std::string* evidence);
+
+/// How a LoRA fits a base model.
+struct LoraFit {
+  ModelArch lora_arch = ModelArch::kUnknown;
+  ModelArch base_arch = ModelArch::kUnknown;
+  std::vector<std::pair<std::string, LoraKeyTarget>> matched;  ///< Module -> base weight.
+  /// ComfyUI "lora key not loaded": modules whose names map to no key of this base.
+  std::vector<std::string> lora_keys_not_loaded;
+  /// ComfyUI "NOT LOADED": model keys a module maps to (by this architecture's naming) that
+  /// the base file does not contain.
+  std::vector<std::string> not_loaded;
+  /// Matched modules whose delta shape does not fit the base weight ("module: a vs b").
+  std::vector<std::string> shape_mismatches;
+  std::size_t base_weights_patched = 0;  ///< Distinct base keys receiving a patch.
+  std::size_t base_keys = 0;
+  bool architecture_mismatch = false;
+  /// One sentence, e.g. "this LoRA was trained for SDXL; the base is SD1.x".
+  std::string verdict;
+  /// True when every module matched with a compatible shape and no mismatch was found.
+  bool fits() const noexcept;
+};
+
+/// Matches a LoRA against a base model file.
+LoraFit fit_lora(const LoraFile& lora, const SafetensorsFile& base);
+
+/// Result of a merge.
+struct LoraMergeResult {
+  std::size_t modules_merged = 0;
+  std::size_t weights_patched = 0;
+  std::uint64_t bytes_written = 0;        ///< Size of the output's data section.
+  std::uint64_t patched_bytes = 0;        ///< Bytes of the patched weights.
+  LoraFit fit;
+};
+
+/// Merges `lora` into `base` at `strength` and writes `out` atomically. Nothing is written
+/// when the merge cannot be done correctly; errors: LoraMissingHalf, LoraRankMismatch,
+/// LoraNaN, LoraShapeMismatch, LoraArchitectureMismatch, LoraNothingToMerge.
+LoraMergeResult merge_lora(const std::filesystem::path& base, const std::filesystem::path& lora,
+                           const std::filesystem::path& out, double strength);
+
+/// JSON forms.
+void to_json(nlohmann::json& json, const LoraModule& module);
+void to_json(nlohmann::json& json, const LoraFit& fit);
+/// Summary of a LoRA file: counts per type/target/naming, modules, unknown keys.
+nlohmann::json lora_inspection_json(const LoraFile& lora);
+
+}  // namespace genscope
