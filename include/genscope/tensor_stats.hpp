@@ -1,0 +1,53 @@
+// Tensor statistics: one fused pass giving counts, range, moments and a content hash.
+//
+// Example:
+//   genscope::TensorView view{.data = ptr, .shape = {1, 77, 768}, .dtype = genscope::DType::kF16};
+//   genscope::TensorStats s = genscope::compute_stats(view);
+//   if (s.nan_count > 0) { ... }
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "genscope/tensor_view.hpp"
+
+namespace genscope {
+
+/// How compute_stats works.
+struct StatsOptions {
+  /// Compute the XXH3-64 hash of the raw bytes (a second, sequential pass for threaded runs).
+  bool hash = true;
+  /// Worker threads; 0 = std::thread::hardware_concurrency(). Each thread gets >= 4 MiB.
+  unsigned threads = 0;
+};
+
+/// Statistics of one tensor. min/max/mean/std/abs_max/l2_norm cover finite values only;
+/// they are NaN when the tensor has no finite value.
+struct TensorStats {
+  std::int64_t numel = 0;         ///< Number of elements.
+  std::int64_t bytes = 0;         ///< numel * element size.
+  std::int64_t finite_count = 0;  ///< Elements that are neither NaN nor +-Inf.
+  std::int64_t nan_count = 0;     ///< NaN elements.
+  std::int64_t pos_inf_count = 0; ///< +Inf elements.
+  std::int64_t neg_inf_count = 0; ///< -Inf elements.
+  std::int64_t zero_count = 0;    ///< Elements equal to zero (+0 and -0).
+  double min = 0;                 ///< Smallest finite value.
+  double max = 0;                 ///< Largest finite value.
+  double mean = 0;                ///< Mean of the finite values.
+  double std = 0;                 ///< Population standard deviation of the finite values.
+  double abs_max = 0;             ///< Largest |x| over finite values.
+  double l2_norm = 0;             ///< sqrt(sum x^2) over finite values.
+  bool hashed = false;            ///< True when `hash` was computed.
+  std::uint64_t hash = 0;         ///< XXH3_64bits of the raw bytes in logical order (seed 0).
+
+  /// True when any element is NaN or +-Inf.
+  bool has_non_finite() const noexcept { return nan_count + pos_inf_count + neg_inf_count > 0; }
+};
+
+/// Computes the statistics of `view` (host memory; any dtype, contiguous or strided).
+TensorStats compute_stats(const TensorView& view, const StatsOptions& options = {});
+
+/// The hash as 16 lower-case hex digits.
+std::string hash_hex(std::uint64_t hash);
+
+}  // namespace genscope

@@ -1,0 +1,176 @@
+// The family table, family names and the classification of conditioning tensors.
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+
+#include "genscope/tensor_classify.hpp"
+#include "tensor/family_table.hpp"
+
+namespace genscope {
+namespace detail {
+namespace {
+
+using F = ModelFamily;
+// Sources: docs/domain.md §1 (conditioning) and §2 (latents).
+constexpr std::array<FamilyInfo, 12> kFamilies{{
+    {F::kSD1, "SD1.x", "sd1,sd1.x,sd15,sd1.5", 768, "77 per chunk", 0, 4, 8, 0, false, 0.18215},
+    {F::kSD2, "SD2.x", "sd2,sd2.x,sd21,sd2.1", 1024, "77 per chunk", 0, 4, 8, 0, false,
+     0.18215},
+    {F::kSDXL, "SDXL", "sdxl", 2048, "77 per chunk", 1280, 4, 8, 0, false, 0.13025},
+    {F::kSDXLRefiner, "SDXL refiner", "sdxl-refiner,refiner", 1280, "77 per chunk", 1280, 4, 8,
+     0, false, 0.13025},
+    {F::kSD3, "SD3", "sd3,sd3.5", 4096, "333 (diffusers) or a multiple of 77 >= 154 (ComfyUI)",
+     2048, 16, 8, 0, false, 1.5305},
+    {F::kFlux1Dev, "Flux.1-dev", "flux,flux-dev,flux.1-dev,flux1-dev", 4096, "512", 768, 16, 8,
+     0, true, 0.3611},
+    {F::kFlux1Schnell, "Flux.1-schnell", "flux-schnell,flux.1-schnell,flux1-schnell", 4096,
+     "256", 768, 16, 8, 0, true, 0.3611},
+    {F::kWan21, "Wan 2.x", "wan,wan2.1,wan2.2,wan21,wan22,wan-a14b", 4096, "512", 0, 16, 8, 4,
+     false, 0},
+    {F::kWan22TI2V, "Wan 2.2 TI2V-5B", "wan-ti2v,wan2.2-ti2v,ti2v-5b", 4096, "512", 0, 48, 16, 4,
+     false, 0},
+    {F::kQwenImage, "Qwen-Image", "qwen,qwen-image,qwenimage", 3584, "<= 1024", 0, 16, 8, 1,
+     true, 0},
+    {F::kHunyuanVideo, "HunyuanVideo", "hunyuan,hunyuanvideo,hunyuan-video", 4096, "256", 768,
+     16, 8, 4, false, 0.476986},
+    {F::kLtxVideo, "LTX-Video", "ltx,ltxv,ltx-video", 4096, "128", 0, 128, 32, 8, false, 0},
+}};
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Whether a context of `tokens` rows fits the family's sequence-length rule.
+bool tokens_fit(ModelFamily f, std::int64_t tokens) {
+  switch (f) {
+    case F::kSD1:
+    case F::kSD2:
+    case F::kSDXL:
+    case F::kSDXLRefiner: return tokens > 0 && tokens % 77 == 0;
+    case F::kSD3: return tokens == 333 || (tokens >= 154 && tokens % 77 == 0);
+    case F::kFlux1Dev:
+    case F::kWan21: return tokens == 512;
+    case F::kFlux1Schnell:
+    case F::kHunyuanVideo: return tokens == 256;
+    case F::kLtxVideo: return tokens == 128;
+    case F::kQwenImage: return tokens >= 1 && tokens <= 1024;
+    case F::kWan22TI2V: return false;  // same encoder as Wan 2.x: reported as "Wan 2.x"
+  }
+  return false;
+}
+
+}  // namespace
+
+std::span<const FamilyInfo> family_table() noexcept { return kFamilies; }
+const FamilyInfo& family_info(ModelFamily family) noexcept {
+  return kFamilies[static_cast<std::size_t>(family)];
+}
+
+}  // namespace detail
+
+std::string_view family_name(ModelFamily family) noexcept {
+  return detail::family_info(family).name;
+}
+
+std::optional<ModelFamily> parse_family(std::string_view name) noexcept {
+  const std::string key = detail::lower(name);
+  for (const detail::FamilyInfo& f : detail::family_table()) {
+    if (detail::lower(f.name) == key) return f.family;
+    std::string_view ids = f.ids;
+    while (!ids.empty()) {
+      const std::size_t comma = ids.find(',');
+      if (ids.substr(0, comma) == key) return f.family;
+      ids = comma == std::string_view::npos ? std::string_view{} : ids.substr(comma + 1);
+    }
+  }
+  return std::nullopt;
+}
+
+std::int64_t context_width(ModelFamily family) noexcept {
+  return detail::family_info(family).context_width;
+}
+
+ConditioningClassification classify_conditioning(
+    std::span<const std::int64_t> shape, std::optional<std::vector<std::int64_t>> pooled_shape) {
+  ConditioningClassification out;
+  if (shape.empty()) {
+    out.role = "unknown";
+    out.notes.push_back("a scalar is not a conditioning tensor");
+    return out;
+  }
+  out.width = shape.back();
+  const std::string w = std::to_string(out.width);
+  if (shape.size() == 2) {
+    // (B, W): a pooled vector, or an ADM vector (pooled ++ size embeddings) of SDXL.
+    out.role = "pooled";
+    for (const detail::FamilyInfo& f : detail::family_table()) {
+      if (f.pooled_width == out.width) {
+        out.candidates.push_back({f.family, "pooled width " + w});
+      }
+    }
+    if (out.width == 2816) out.candidates.push_back({ModelFamily::kSDXL, "ADM vector 2816 = 1280 + 6x256"});
+    if (out.width == 2560) {
+      out.candidates.push_back({ModelFamily::kSDXLRefiner, "ADM vector 2560 = 1280 + 5x256"});
+    }
+    if (out.width == 768) out.notes.push_back("CLIP-L pooled 768 is shared by Flux.1-dev/schnell and HunyuanVideo");
+    if (out.width == 2048) out.notes.push_back("2048 as a rank-2 vector is SD3's pooled (CLIP-L 768 + CLIP-G 1280), not SDXL context");
+    return out;
+  }
+  if (shape.size() != 3) {
+    out.role = "unknown";
+    out.notes.push_back("expected (B, tokens, width) or (B, width), got rank " +
+                        std::to_string(shape.size()));
+    return out;
+  }
+  out.role = "context";
+  out.tokens = shape[1];
+  std::vector<FamilyCandidate> by_width;
+  for (const detail::FamilyInfo& f : detail::family_table()) {
+    if (f.context_width != out.width || f.family == ModelFamily::kWan22TI2V) continue;
+    if (!detail::tokens_fit(f.family, out.tokens)) continue;
+    by_width.push_back({f.family, "context " + std::to_string(out.tokens) + " x " + w +
+                                      " (expects width " + w + ", tokens " +
+                                      std::string(f.tokens) + ")"});
+  }
+  if (by_width.empty()) {
+    for (const detail::FamilyInfo& f : detail::family_table()) {
+      if (f.context_width == out.width && f.family != ModelFamily::kWan22TI2V) {
+        out.notes.push_back(std::string(f.name) + " has width " + w + " but tokens " +
+                            std::string(f.tokens) + ", not " + std::to_string(out.tokens));
+      }
+    }
+  }
+  if (pooled_shape && !pooled_shape->empty()) {
+    const std::int64_t pw = pooled_shape->back();
+    std::vector<FamilyCandidate> kept;
+    for (FamilyCandidate c : by_width) {
+      if (detail::family_info(c.family).pooled_width == pw) {
+        c.reason += "; pooled companion width " + std::to_string(pw);
+        kept.push_back(std::move(c));
+      }
+    }
+    if (kept.empty() && !by_width.empty()) {
+      out.notes.push_back("pooled width " + std::to_string(pw) +
+                          " fits none of the context candidates");
+    } else {
+      by_width = std::move(kept);
+    }
+  }
+  out.candidates = std::move(by_width);
+  if (out.width == 4096 && out.candidates.size() > 1) {
+    out.notes.push_back("width 4096 (T5-XXL class) is shared by SD3, Flux, Wan, HunyuanVideo and LTX; a pooled companion or the sequence length narrows it");
+  }
+  for (const FamilyCandidate& c : out.candidates) {
+    if (c.family == ModelFamily::kWan21) {
+      out.notes.push_back("Wan 2.x covers Wan 2.1 and both Wan 2.2 models (same umT5-XXL encoder; real tokens are followed by zero rows)");
+    }
+  }
+  if (out.width == 1280) out.notes.push_back("1280 is SDXL refiner context or SDXL pooled");
+  if (out.candidates.empty()) out.notes.push_back("no known family has context width " + w);
+  return out;
+}
+
+}  // namespace genscope

@@ -1,0 +1,31 @@
+// The per-family facts of docs/domain.md §1–§2 as one table.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "genscope/tensor_classify.hpp"
+
+namespace genscope::detail {
+
+/// One family's text-conditioning and VAE facts.
+struct FamilyInfo {
+  ModelFamily family;
+  std::string_view name;      // display name
+  std::string_view ids;       // comma-separated short ids accepted by parse_family
+  std::int64_t context_width; // last dim of the context tensor
+  std::string_view tokens;    // human description of the sequence length
+  std::int64_t pooled_width;  // 0 = no pooled vector
+  int latent_channels;
+  int spatial_factor;
+  int temporal_factor;        // 0 = image VAE, 1 = single-frame 5-D, 4 or 8 = causal video
+  bool packed;                // transformer sees (B, N, 64) 2x2-packed tokens
+  double scale;               // scaling factor (0 = per-channel mean/std normalisation)
+};
+
+/// All families, in ModelFamily order.
+std::span<const FamilyInfo> family_table() noexcept;
+/// The row of one family.
+const FamilyInfo& family_info(ModelFamily family) noexcept;
+
+}  // namespace genscope::detail

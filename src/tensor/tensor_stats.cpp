@@ -1,0 +1,113 @@
+// compute_stats: validation, threading, hashing and the final figures.
+#include "genscope/tensor_stats.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "genscope/error.hpp"
+#include "tensor/element.hpp"
+#include "tensor/moments.hpp"
+#include "tensor/validate.hpp"
+
+namespace genscope {
+namespace {
+
+// Elements per fused run on one thread: stats then hash while the run is still in cache.
+constexpr std::int64_t kFusedRunBytes = 256 << 10;
+
+detail::Moments contiguous_threaded(const TensorView& view, unsigned threads) {
+  const std::int64_t n = view.numel();
+  // Chunk boundaries on block multiples keep the block decomposition thread-independent.
+  const std::int64_t blocks = (n + detail::kBlockElements - 1) / detail::kBlockElements;
+  const std::int64_t per = (blocks + threads - 1) / threads * detail::kBlockElements;
+  std::vector<detail::Moments> parts(threads);
+  const std::size_t esize = dtype_size(view.dtype);
+  auto work = [&](unsigned t) {
+    const std::int64_t begin = std::min<std::int64_t>(n, t * per);
+    const std::int64_t end = std::min<std::int64_t>(n, begin + per);
+    parts[t] = detail::summarize_contiguous(
+        static_cast<const std::uint8_t*>(view.data) + begin * esize, end - begin, view.dtype);
+  };
+  {
+    std::vector<std::jthread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
+    work(0);
+  }
+  detail::Moments total;
+  for (const detail::Moments& p : parts) total.merge(p);
+  return total;
+}
+
+}  // namespace
+
+std::string hash_hex(std::uint64_t hash) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash));
+  return buf;
+}
+
+TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
+  detail::validate_view(view, "tensor");
+  TensorStats out;
+  out.numel = view.numel();
+  out.bytes = view.nbytes();
+  const std::size_t esize = dtype_size(view.dtype);
+  detail::Moments m;
+  std::uint64_t hash = 0;
+  if (view.is_contiguous()) {
+    const unsigned threads = detail::plan_threads(out.bytes, options.threads);
+    if (threads > 1) {
+      m = contiguous_threaded(view, threads);
+      if (options.hash) hash = XXH3_64bits(view.data, static_cast<std::size_t>(out.bytes));
+    } else {
+      XXH3_state_t state;
+      XXH3_64bits_reset(&state);
+      const std::int64_t run = std::max<std::int64_t>(
+          detail::kBlockElements, kFusedRunBytes / static_cast<std::int64_t>(esize));
+      const auto* base = static_cast<const std::uint8_t*>(view.data);
+      for (std::int64_t b = 0; b < out.numel; b += run) {
+        const std::int64_t n = std::min(run, out.numel - b);
+        m.merge(detail::summarize_contiguous(base + b * esize, n, view.dtype));
+        if (options.hash) XXH3_64bits_update(&state, base + b * esize, n * esize);
+      }
+      if (options.hash) hash = XXH3_64bits_digest(&state);
+    }
+  } else {
+    // Strided: gather runs in logical order into a buffer, then the contiguous kernels.
+    std::vector<std::uint8_t> buf(detail::kBlockElements * esize);
+    detail::Gatherer gather(view);
+    XXH3_state_t state;
+    XXH3_64bits_reset(&state);
+    for (std::int64_t n; (n = gather.next(buf.data())) > 0;) {
+      m.merge(detail::summarize_contiguous(buf.data(), n, view.dtype));
+      if (options.hash) XXH3_64bits_update(&state, buf.data(), n * esize);
+    }
+    if (options.hash) hash = XXH3_64bits_digest(&state);
+  }
+  out.hashed = options.hash;
+  out.hash = options.hash ? hash : 0;
+  out.finite_count = m.n;
+  out.nan_count = m.nan;
+  out.pos_inf_count = m.pos_inf;
+  out.neg_inf_count = m.neg_inf;
+  out.zero_count = m.zeros;
+  if (m.n == 0) {
+    out.min = out.max = out.mean = out.std = out.abs_max = out.l2_norm = std::nan("");
+  } else {
+    const double n = static_cast<double>(m.n);
+    out.min = m.min;
+    out.max = m.max;
+    out.mean = m.mean;
+    out.std = std::sqrt(m.m2 / n);
+    out.abs_max = std::max(std::fabs(m.min), std::fabs(m.max));
+    out.l2_norm = std::sqrt(m.m2 + n * m.mean * m.mean);
+  }
+  return out;
+}
+
+}  // namespace genscope

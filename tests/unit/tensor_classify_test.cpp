@@ -1,0 +1,192 @@
+// Conditioning and latent classification (docs/domain.md §1–§2), health flags, checks.
+#include "genscope/tensor_classify.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace genscope {
+namespace {
+
+using Shape = std::vector<std::int64_t>;
+
+std::set<ModelFamily> families(const std::vector<FamilyCandidate>& c) {
+  std::set<ModelFamily> out;
+  for (const FamilyCandidate& f : c) out.insert(f.family);
+  return out;
+}
+
+std::set<ModelFamily> cond(Shape shape, std::optional<Shape> pooled = std::nullopt) {
+  return families(classify_conditioning(shape, pooled).candidates);
+}
+
+TEST(ClassifyConditioning, UniqueWhenTheEvidenceIsUnique) {
+  using F = ModelFamily;
+  EXPECT_EQ(cond({1, 77, 768}), std::set<F>{F::kSD1});
+  EXPECT_EQ(cond({2, 154, 768}), std::set<F>{F::kSD1});  // long prompt: two chunks
+  EXPECT_EQ(cond({1, 77, 1024}), std::set<F>{F::kSD2});
+  EXPECT_EQ(cond({1, 77, 2048}), std::set<F>{F::kSDXL});
+  EXPECT_EQ(cond({1, 77, 1280}), std::set<F>{F::kSDXLRefiner});
+  EXPECT_EQ(cond({1, 2048}), std::set<F>{F::kSD3});  // rank 2: SD3 pooled, not SDXL
+  EXPECT_EQ(cond({1, 333, 4096}), std::set<F>{F::kSD3});
+  EXPECT_EQ(cond({1, 154, 4096}, Shape{1, 2048}), std::set<F>{F::kSD3});
+  EXPECT_EQ(cond({1, 512, 4096}, Shape{1, 768}), std::set<F>{F::kFlux1Dev});
+  EXPECT_EQ(cond({1, 300, 3584}), std::set<F>{F::kQwenImage});
+  EXPECT_EQ(cond({1, 128, 4096}), std::set<F>{F::kLtxVideo});
+  EXPECT_EQ(cond({1, 77, 2048}, Shape{1, 1280}), std::set<F>{F::kSDXL});
+  EXPECT_TRUE(classify_conditioning(Shape{1, 77, 768}).unique());
+}
+
+TEST(ClassifyConditioning, AmbiguousShapesGiveCandidateSets) {
+  using F = ModelFamily;
+  EXPECT_EQ(cond({1, 512, 4096}), (std::set<F>{F::kFlux1Dev, F::kWan21}));
+  EXPECT_EQ(cond({1, 256, 4096}), (std::set<F>{F::kFlux1Schnell, F::kHunyuanVideo}));
+  EXPECT_EQ(cond({1, 256, 4096}, Shape{1, 768}),
+            (std::set<F>{F::kFlux1Schnell, F::kHunyuanVideo}));
+  EXPECT_EQ(cond({1, 1280}), (std::set<F>{F::kSDXL, F::kSDXLRefiner}));
+  EXPECT_EQ(cond({1, 768}), (std::set<F>{F::kFlux1Dev, F::kFlux1Schnell, F::kHunyuanVideo}));
+  const auto c = classify_conditioning(Shape{1, 512, 4096});
+  EXPECT_FALSE(c.unique());
+  EXPECT_EQ(c.role, "context");
+  EXPECT_EQ(c.tokens, 512);
+  EXPECT_FALSE(c.notes.empty());
+}
+
+TEST(ClassifyConditioning, UnknownAndMismatchedShapes) {
+  EXPECT_TRUE(cond({1, 77, 999}).empty());
+  EXPECT_TRUE(cond({1, 2, 3, 4}).empty());
+  EXPECT_EQ(classify_conditioning(Shape{1, 2, 3, 4}).role, "unknown");
+  EXPECT_TRUE(cond({1, 100, 768}).empty());  // SD1 context is chunks of 77
+  // A pooled companion that fits no candidate keeps the width evidence and says so.
+  const auto c = classify_conditioning(Shape{1, 512, 4096}, Shape{1, 1024});
+  EXPECT_EQ(c.candidates.size(), 2u);
+  EXPECT_FALSE(c.notes.empty());
+}
+
+TEST(ClassifyLatent, ImageVideoPackedLayouts) {
+  using F = ModelFamily;
+  auto sd = classify_latent(Shape{1, 4, 64, 64});
+  EXPECT_EQ(sd.layout, LatentLayout::kImage);
+  EXPECT_EQ(families(sd.candidates), (std::set<F>{F::kSD1, F::kSD2, F::kSDXL}));
+  EXPECT_EQ(families(classify_latent(Shape{1, 16, 128, 128}).candidates),
+            (std::set<F>{F::kSD3, F::kFlux1Dev, F::kFlux1Schnell}));
+  auto wan = classify_latent(Shape{1, 16, 21, 60, 104});
+  EXPECT_EQ(wan.layout, LatentLayout::kVideo);
+  EXPECT_EQ(wan.frames, 21);
+  EXPECT_EQ(families(wan.candidates), (std::set<F>{F::kWan21, F::kHunyuanVideo}));
+  EXPECT_EQ(families(classify_latent(Shape{1, 48, 31, 44, 80}).candidates),
+            std::set<F>{F::kWan22TI2V});
+  EXPECT_EQ(families(classify_latent(Shape{1, 128, 16, 16, 22}).candidates),
+            std::set<F>{F::kLtxVideo});
+  EXPECT_EQ(families(classify_latent(Shape{1, 16, 1, 128, 128}).candidates),
+            (std::set<F>{F::kWan21, F::kQwenImage, F::kHunyuanVideo}));
+  auto packed = classify_latent(Shape{1, 4096, 64});
+  EXPECT_EQ(packed.layout, LatentLayout::kPacked);
+  EXPECT_EQ(families(packed.candidates),
+            (std::set<F>{F::kFlux1Dev, F::kFlux1Schnell, F::kQwenImage}));
+}
+
+TEST(ClassifyLatent, SeedLayoutIsFlagged) {
+  // The seeds' (B,F,C,H,W) example (1,4,4,64,64): 4-channel families have no video VAE.
+  auto c = classify_latent(Shape{1, 16, 4, 64, 64});  // looks like F=16, C=4
+  EXPECT_TRUE(c.candidates.empty() ||
+              std::none_of(c.candidates.begin(), c.candidates.end(),
+                           [](const FamilyCandidate& f) { return f.family == ModelFamily::kSD1; }));
+  auto seeds = classify_latent(Shape{1, 17, 16, 60, 104});
+  EXPECT_TRUE(seeds.candidates.empty());
+  ASSERT_FALSE(seeds.notes.empty());
+  EXPECT_NE(seeds.notes[0].find("(B,C,T,H,W)"), std::string::npos);
+}
+
+TEST(ClassifyLatent, SourceSizeRatiosAndTemporalRules) {
+  using F = ModelFamily;
+  // Wan 2.1 480x832, 81 frames -> T = (81+3)/4 = 21, 60x104.
+  auto wan = classify_latent(Shape{1, 16, 21, 60, 104}, {.height = 480, .width = 832, .frames = 81});
+  EXPECT_DOUBLE_EQ(wan.spatial_ratio, 64.0);
+  EXPECT_DOUBLE_EQ(wan.temporal_ratio, 81.0 / 21.0);
+  EXPECT_EQ(families(wan.candidates), (std::set<F>{F::kWan21, F::kHunyuanVideo}));
+  ASSERT_EQ(wan.checks.size(), 2u);
+  EXPECT_TRUE(wan.checks[0].passed);
+  // LTX: 121 frames -> (121+7)/8 = 16 latent frames, /32 spatially.
+  EXPECT_EQ(expected_latent_frames(F::kLtxVideo, 121), 16);
+  EXPECT_EQ(expected_latent_frames(F::kWan21, 81), 21);
+  EXPECT_EQ(expected_latent_frames(F::kWan21, 1), 1);
+  EXPECT_EQ(expected_latent_frames(F::kSDXL, 5), 1);
+  auto ltx = classify_latent(Shape{1, 128, 16, 16, 22}, {.height = 512, .width = 704, .frames = 121});
+  EXPECT_DOUBLE_EQ(ltx.spatial_ratio, 1024.0);
+  ASSERT_EQ(ltx.checks.size(), 1u);
+  EXPECT_TRUE(ltx.checks[0].passed);
+  // A wrong frame count fails the size check for every candidate.
+  auto bad = classify_latent(Shape{1, 16, 20, 60, 104}, {.height = 480, .width = 832, .frames = 81});
+  ASSERT_FALSE(bad.checks.empty());
+  EXPECT_FALSE(bad.checks[0].passed);
+  EXPECT_FALSE(bad.notes.empty());
+  // Packed Flux 1024x1024 -> (64)(64) = 4096 tokens; ratio per latent pixel 64.
+  auto flux = classify_latent(Shape{1, 4096, 64}, {.height = 1024, .width = 1024});
+  EXPECT_DOUBLE_EQ(flux.spatial_ratio, 64.0);
+  EXPECT_TRUE(flux.checks[0].passed);
+  auto sdxl = classify_latent(Shape{1, 4, 128, 128}, {.height = 1024, .width = 1024});
+  EXPECT_EQ(sdxl.candidates.size(), 3u);
+  auto wrong = classify_latent(Shape{1, 4, 128, 128}, {.height = 512, .width = 512});
+  EXPECT_FALSE(wrong.checks[0].passed);
+}
+
+TEST(Health, FlagsNonFiniteZerosAndStdBand) {
+  TensorStats s;
+  s.numel = 100;
+  s.finite_count = 98;
+  s.nan_count = 2;
+  s.std = 1.0;
+  auto flags = tensor_health(s);
+  ASSERT_EQ(flags.size(), 1u);
+  EXPECT_EQ(flags[0].name, "non_finite");
+  TensorStats z;
+  z.numel = z.finite_count = z.zero_count = 10;
+  EXPECT_EQ(tensor_health(z)[0].name, "all_zeros");
+  std::vector<FamilyCandidate> sd1{{ModelFamily::kSD1, ""}};
+  TensorStats ok;
+  ok.numel = ok.finite_count = 1000;
+  ok.std = 5.4;  // raw SD1 latent, ~1/0.18215
+  EXPECT_TRUE(latent_health(ok, sd1).empty());
+  ok.std = 1.0;  // normalised
+  EXPECT_TRUE(latent_health(ok, sd1).empty());
+  ok.std = 0.01;  // collapsed
+  ASSERT_EQ(latent_health(ok, sd1).size(), 1u);
+  EXPECT_EQ(latent_health(ok, sd1)[0].name, "latent_std_out_of_band");
+  ok.std = 300;  // exploding
+  EXPECT_EQ(latent_health(ok, {}).size(), 1u);
+}
+
+TEST(Checks, ValidationLines) {
+  EXPECT_TRUE(check_conditioning_family(Shape{1, 77, 2048}, ModelFamily::kSDXL).passed);
+  auto seeds_wrong = check_conditioning_family(Shape{1, 512, 2048}, ModelFamily::kWan21);
+  EXPECT_FALSE(seeds_wrong.passed);
+  EXPECT_EQ(seeds_wrong.name, "conditioning_width");
+  EXPECT_TRUE(check_conditioning_family(Shape{1, 2048}, ModelFamily::kSD3).passed);
+  EXPECT_FALSE(check_conditioning_family(Shape{1, 768}, ModelFamily::kWan21).passed);
+  EXPECT_TRUE(check_device("cuda:1", "cuda").passed);
+  EXPECT_FALSE(check_device("cpu", "cuda:0").passed);
+  EXPECT_FALSE(check_device("cuda:1", "cuda:0").passed);
+  EXPECT_TRUE(check_dtype(DType::kBF16, DType::kBF16).passed);
+  EXPECT_FALSE(check_dtype(DType::kF32, DType::kF16).passed);
+  EXPECT_TRUE(check_memory(100, 100).passed);
+  EXPECT_FALSE(check_memory(101, 100).passed);
+}
+
+TEST(Families, NamesRoundTrip) {
+  for (int i = 0; i <= static_cast<int>(ModelFamily::kLtxVideo); ++i) {
+    const auto f = static_cast<ModelFamily>(i);
+    EXPECT_EQ(parse_family(family_name(f)), f) << family_name(f);
+  }
+  EXPECT_EQ(parse_family("flux-dev"), ModelFamily::kFlux1Dev);
+  EXPECT_EQ(parse_family("SDXL"), ModelFamily::kSDXL);
+  EXPECT_FALSE(parse_family("dalle").has_value());
+  EXPECT_EQ(spatial_factor(ModelFamily::kWan22TI2V), 16);
+  EXPECT_EQ(latent_channels(ModelFamily::kLtxVideo), 128);
+  EXPECT_EQ(context_width(ModelFamily::kWan21), 4096);
+}
+
+}  // namespace
+}  // namespace genscope
