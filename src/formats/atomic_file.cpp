@@ -19,7 +19,10 @@ namespace genscope::detail {
 AtomicFile::AtomicFile(std::filesystem::path target) : target_(std::move(target)) {
   std::filesystem::path dir = target_.parent_path();
   if (dir.empty()) dir = ".";
-  std::string pattern = (dir / ("." + target_.filename().string() + ".tmp.XXXXXX")).string();
+  std::string temp_name(1, '.');  // appended piecewise: "." + string trips GCC 12 -Wrestrict
+  temp_name += target_.filename().string();
+  temp_name += ".tmp.XXXXXX";
+  const std::string pattern = (dir / temp_name).string();
   std::vector<char> buf(pattern.begin(), pattern.end());
   buf.push_back('\0');
   fd_ = ::mkostemp(buf.data(), O_CLOEXEC);

@@ -40,7 +40,7 @@ struct RawSafetensorsHeader {
   std::string duplicate_key;  ///< First duplicate key (dotted path); empty when none.
   std::vector<RawSafetensorsEntry> entries;  ///< In header order.
   bool has_metadata = false;
-  bool metadata_ok = true;     ///< An object whose values are all strings.
+  bool metadata_ok = true;  ///< An object whose values are all strings.
   std::string metadata_problem;
   std::map<std::string, std::string> metadata;
 };

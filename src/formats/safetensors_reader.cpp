@@ -78,15 +78,21 @@ void SafetensorsFile::Impl::validate() {
                                       std::to_string(kMaxHeaderBytes) + " bytes");
   }
   if (n > file_size - 8) {
-    throw Error("MetadataIncompleteBuffer",
-                "header length " + std::to_string(n) + " runs past the end of the " +
-                    std::to_string(file_size) + "-byte file");
+    throw Error("MetadataIncompleteBuffer", "header length " + std::to_string(n) +
+                                                " runs past the end of the " +
+                                                std::to_string(file_size) + "-byte file");
   }
   header_size = n;
   const std::string_view json(reinterpret_cast<const char*>(bytes.data()) + 8, n);
   if (auto bad = detail::find_invalid_utf8(json)) {
     throw Error("InvalidHeaderUtf8",
                 "header is not valid UTF-8 at file offset " + std::to_string(8 + *bad));
+  }
+  // nlohmann's lexer takes a NUL byte for the end of input, which would accept anything
+  // after it; raw NUL is never valid JSON, so reject it here.
+  if (const std::size_t nul = json.find('\0'); nul != std::string_view::npos) {
+    throw Error("InvalidHeaderJson",
+                "header contains a NUL byte at file offset " + std::to_string(8 + nul));
   }
   detail::RawSafetensorsHeader raw = detail::parse_safetensors_header(json);
   if (!raw.json_ok) {
@@ -114,11 +120,10 @@ void SafetensorsFile::Impl::validate() {
     std::optional<DType> dtype;
     if (r.has_dtype && r.dtype_is_string) dtype = parse_dtype(r.dtype);
     if (!dtype) {
-      throw Error("UnknownDtype",
-                  "tensor " + tick(r.name) +
-                      (!r.has_dtype          ? ": dtype missing"
-                       : !r.dtype_is_string ? ": dtype is not a string"
-                                            : ": unknown dtype " + tick(r.dtype)));
+      throw Error("UnknownDtype", "tensor " + tick(r.name) +
+                                      (!r.has_dtype         ? ": dtype missing"
+                                       : !r.dtype_is_string ? ": dtype is not a string"
+                                                            : ": unknown dtype " + tick(r.dtype)));
     }
     out[i].name = r.name;
     out[i].dtype = *dtype;
@@ -152,9 +157,8 @@ void SafetensorsFile::Impl::validate() {
     out[i].begin = r.offsets[0];
     out[i].end = r.offsets[1];
     if (out[i].begin > out[i].end) {
-      throw Error("InvalidOffset",
-                  "tensor " + tick(r.name) + ": data_offsets " + offsets_text(out[i]) +
-                      " begin after end");
+      throw Error("InvalidOffset", "tensor " + tick(r.name) + ": data_offsets " +
+                                       offsets_text(out[i]) + " begin after end");
     }
   }
 
@@ -166,10 +170,10 @@ void SafetensorsFile::Impl::validate() {
   std::uint64_t expected = 0;
   for (std::size_t i : order) {
     if (out[i].begin != expected) {
-      throw Error("InvalidOffset",
-                  "tensor " + tick(out[i].name) + ": data_offsets " + offsets_text(out[i]) +
-                      (out[i].begin > expected ? " leave a gap" : " overlap") +
-                      " (expected begin " + std::to_string(expected) + ")");
+      throw Error("InvalidOffset", "tensor " + tick(out[i].name) + ": data_offsets " +
+                                       offsets_text(out[i]) +
+                                       (out[i].begin > expected ? " leave a gap" : " overlap") +
+                                       " (expected begin " + std::to_string(expected) + ")");
     }
     expected = out[i].end;
   }
@@ -178,8 +182,7 @@ void SafetensorsFile::Impl::validate() {
       throw Error("TensorSizeMismatch",
                   "tensor " + tick(out[i].name) + ": data_offsets " + offsets_text(out[i]) +
                       " span " + std::to_string(out[i].nbytes()) + " bytes, shape and dtype " +
-                      std::string(dtype_name(out[i].dtype)) + " need " +
-                      std::to_string(nbytes[i]));
+                      std::string(dtype_name(out[i].dtype)) + " need " + std::to_string(nbytes[i]));
     }
   }
   const std::uint64_t data_size = file_size - 8 - header_size;

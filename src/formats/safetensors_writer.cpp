@@ -18,8 +18,8 @@ namespace {
 
 std::string json_string(const std::string& s, const char* what) {
   if (auto bad = detail::find_invalid_utf8(s)) {
-    throw Error("InvalidHeaderUtf8", std::string(what) + " is not valid UTF-8 at byte " +
-                                         std::to_string(*bad));
+    throw Error("InvalidHeaderUtf8",
+                std::string(what) + " is not valid UTF-8 at byte " + std::to_string(*bad));
   }
   return nlohmann::json(s).dump();
 }
@@ -29,8 +29,8 @@ std::uint64_t checked_nbytes(const SafetensorsSource& t) {
   std::uint64_t n = 1;
   for (std::int64_t d : t.shape) {
     if (d < 0) {
-      throw Error("InvalidShape", "tensor '" + t.name + "': negative dimension " +
-                                      std::to_string(d));
+      throw Error("InvalidShape",
+                  "tensor '" + t.name + "': negative dimension " + std::to_string(d));
     }
   }
   for (std::int64_t d : t.shape) {

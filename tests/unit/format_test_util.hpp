@@ -16,8 +16,8 @@ namespace genscope::test {
 /// A fresh scratch folder for one test, under GENSCOPE_TEST_TMP (or the system temp dir).
 inline std::filesystem::path scratch_dir(const std::string& name) {
   const char* env = std::getenv("GENSCOPE_TEST_TMP");
-  std::filesystem::path root = env != nullptr ? std::filesystem::path(env)
-                                              : std::filesystem::temp_directory_path();
+  std::filesystem::path root =
+      env != nullptr ? std::filesystem::path(env) : std::filesystem::temp_directory_path();
   std::filesystem::path dir = root / ("formats_" + name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
