@@ -1,5 +1,5 @@
-// Analyses the reference pipeline attaches to its steps: tensor statistics, conditioning
-// family candidates (domain.md table 1), latent layout and compression (table 2), text.
+// Analyses the reference pipeline attaches to its steps, built on genscope's tensor and
+// text analysis (tensor_analysis.hpp, text_analysis.hpp) through the LibTorch adapter.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -8,19 +8,17 @@
 #include <string>
 #include <string_view>
 
+#include "genscope/tensor_analysis.hpp"
+
 namespace genscope::detail {
 
-/// Shape, dtype, device, size_bytes, numel and min/max/mean/std, NaN/Inf counts.
-/// A CUDA tensor is summarised after a device-to-host copy (noted in the result).
-nlohmann::json tensor_summary(const at::Tensor& t, std::string_view role);
+/// genscope's tensor analysis of an at::Tensor (statistics, classification, flags,
+/// checks); a CUDA tensor is analysed after a device-to-host copy, noted in "note".
+nlohmann::json tensor_analysis(const at::Tensor& t, TensorRole role,
+                               const AnalysisOptions& options = {});
 
-/// Conditioning families whose context matches (tokens x width) per domain.md table 1.
-nlohmann::json conditioning_candidates(const at::Tensor& context);
-
-/// Prompt characteristics: characters, words, special characters, tokens, truncation.
-nlohmann::json text_analysis(std::string_view text, int tokens, bool truncated);
-
-/// Latent kind (image/video), layout, spatial and temporal compression ratios.
+/// Seed 001's latent figures on top of the tensor analysis: latent kind (image/video),
+/// layout, spatial and temporal compression ratios, size and element count.
 nlohmann::json latent_analysis(const at::Tensor& latent, std::int64_t pixel_h,
                                std::int64_t pixel_w, std::int64_t frames);
 

@@ -6,10 +6,7 @@
 //   [len u32 BE]["IHDR"][w u32][h u32][8][2][0][0][0][crc32]   8-bit truecolour
 //   [len u32 BE]["IDAT"][zlib stream of rows: filter byte 0 + RGB bytes][crc32]
 //   [0]["IEND"][crc32]
-//
-// .npy (format 1.0): "\x93NUMPY" 01 00 [u16 LE header length]
-//   "{'descr': '<f4', 'fortran_order': False, 'shape': (..), }" padded with spaces and a
-//   newline so that the data starts on a 64-byte boundary, then the raw float32 data.
+
 #include "image_io.hpp"
 
 #include <zlib.h>
@@ -78,25 +75,6 @@ void write_bytes(const std::filesystem::path& path, std::span<const std::uint8_t
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw Error("WriteFailed", "cannot rename to '" + path.string() + "': " + ec.message());
-}
-
-void write_npy_f32(const std::filesystem::path& path, std::span<const float> data,
-                   const std::vector<std::int64_t>& shape) {
-  std::string dims;
-  for (std::int64_t d : shape) dims += std::to_string(d) + ", ";
-  if (shape.size() > 1) dims.resize(dims.size() - 1);  // "(2, 3)" but "(4,)"
-  if (shape.size() > 1 && !dims.empty() && dims.back() == ',') dims.pop_back();
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
-  const std::size_t unpadded = 10 + header.size() + 1;
-  header.append((64 - unpadded % 64) % 64, ' ');
-  header.push_back('\n');
-  std::vector<std::uint8_t> out = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
-  out.push_back(static_cast<std::uint8_t>(header.size() & 0xff));
-  out.push_back(static_cast<std::uint8_t>(header.size() >> 8));
-  out.insert(out.end(), header.begin(), header.end());
-  const auto* bytes = reinterpret_cast<const std::uint8_t*>(data.data());
-  out.insert(out.end(), bytes, bytes + data.size_bytes());
-  write_bytes(path, out);
 }
 
 }  // namespace genscope::detail

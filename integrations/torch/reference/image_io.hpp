@@ -1,4 +1,4 @@
-// Output files of the reference pipeline: 8-bit RGB PNG images and .npy tensor dumps.
+// Output files of the reference pipeline: 8-bit RGB PNG images (tensor dumps use genscope/npy.hpp).
 #pragma once
 
 #include <cstdint>
@@ -16,8 +16,5 @@ std::vector<std::uint8_t> encode_png_rgb8(std::span<const std::uint8_t> rgb, int
 /// Writes bytes to `path` atomically; throws genscope::Error("WriteFailed").
 void write_bytes(const std::filesystem::path& path, std::span<const std::uint8_t> bytes);
 
-/// Writes a little-endian float32 C-order .npy file (format 1.0).
-void write_npy_f32(const std::filesystem::path& path, std::span<const float> data,
-                   const std::vector<std::int64_t>& shape);
 
 }  // namespace genscope::detail

@@ -14,6 +14,7 @@
 #include "component_store.hpp"
 #include "genscope/error.hpp"
 #include "genscope/reference_pipeline.hpp"
+#include "genscope/text_analysis.hpp"
 #include "genscope/torch.hpp"
 #include "image_io.hpp"
 #include "patcher.hpp"
@@ -201,6 +202,7 @@ class ReferencePipeline {
       for (const char* role : {"positive", "negative"}) {
         const std::string& text = std::string(role) == "positive" ? o_.prompt : o_.negative;
         phase(StepKind::kTextEncoding, std::string("encode ") + role, [&](Step& e) {
+          const std::int64_t t0 = Step::now_ns();
           int tokens = 0;
           bool truncated = false;
           at::Tensor ids = tokenize(text, p_, tokens, truncated).to(device_);
@@ -211,9 +213,18 @@ class ReferencePipeline {
           characters += static_cast<double>(text.size());
           tokens_total += tokens;
           if (e.active()) {
-            e.attach({"text", std::string(role) + " prompt", text_analysis(text, tokens, truncated)});
-            nlohmann::json a = tensor_summary(ctx, std::string(role) + " conditioning");
-            a["family_candidates"] = conditioning_candidates(ctx);
+            TextOptions to;
+            to.tokens = tokens;
+            to.duration_ns = Step::now_ns() - t0;
+            nlohmann::json text_json = text_analysis_json(analyze_text(text, to));
+            text_json["truncated"] = truncated;
+            text_json["context_tokens"] = p_.context_tokens;
+            e.attach({"text", std::string(role) + " prompt", std::move(text_json)});
+            AnalysisOptions ao;
+            if (!video_ && p_.text_width == 768) ao.declared_family = ModelFamily::kSD1;
+            ao.expected_device = device_.str();
+            ao.expected_dtype = DType::kF32;
+            nlohmann::json a = tensor_analysis(ctx, TensorRole::kConditioning, ao);
             if (o_.write_dumps) {
               const auto path = dumps_dir() / ("conditioning_" + std::string(role) + ".npy");
               dump_npy(path.string(), ctx);
@@ -290,7 +301,9 @@ class ReferencePipeline {
       s.add_counter("iterations", steps_);
       s.add_counter("model_evaluations", 2.0 * steps_);
       s.label("sampler", video_ ? "flow_match_euler (shift 5)" : "euler (epsilon, scaled-linear)");
-      if (s.active()) s.attach({"tensor", "sampled latent", tensor_summary(latent_, "sampled latent")});
+      if (s.active()) {
+        s.attach({"tensor", "sampled latent", tensor_analysis(latent_, TensorRole::kLatent)});
+      }
     });
   }
 
@@ -300,7 +313,9 @@ class ReferencePipeline {
       const std::int64_t frames = video_ ? pixels_.size(2) : 1;
       s.add_counter("frames", static_cast<double>(frames));
       s.add_counter("pixels", static_cast<double>(frames * pixels_.size(-1) * pixels_.size(-2)));
-      if (s.active()) s.attach({"tensor", "decoded pixels", tensor_summary(pixels_, "decoded pixels")});
+      if (s.active()) {
+        s.attach({"tensor", "decoded pixels", tensor_analysis(pixels_, TensorRole::kImage)});
+      }
     });
   }
 

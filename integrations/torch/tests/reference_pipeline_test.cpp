@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 using genscope::Attachment;
 using genscope::DemoOptions;
 using genscope::DemoResult;
-using genscope::Run;
+
 using genscope::StepRecord;
 using genscope::StepStatus;
 
@@ -39,7 +39,7 @@ DemoOptions tiny(const std::string& name) {
   return o;
 }
 
-DemoResult run(const DemoOptions& o) {
+DemoResult run_pipeline(const DemoOptions& o) {
   genscope::MonitorOptions mo;
   mo.nvml_probe = false;
   genscope::Monitor monitor(mo);
@@ -48,7 +48,7 @@ DemoResult run(const DemoOptions& o) {
   return r;
 }
 
-const StepRecord& step(const Run& run, const std::string& name) {
+const StepRecord& step(const genscope::Run& run, const std::string& name) {
   const StepRecord* s = run.step(name);
   if (s == nullptr) throw std::runtime_error("no step " + name);
   return *s;
@@ -72,8 +72,8 @@ std::set<std::string> as_set(const nlohmann::json& array) {
 
 TEST(ReferencePipeline, TinyTextToImageRecordsEveryStep) {
   DemoOptions o = tiny("t2i");
-  DemoResult r = run(o);
-  const Run& run = r.run;
+  DemoResult r = run_pipeline(o);
+  const genscope::Run& run = r.run;
   for (const char* name : {"model_loading", "load text_encoder", "load unet", "load vae",
                            "lora_application", "text_encoding", "encode positive",
                            "encode negative", "latent_generation", "sampling", "vae_decode",
@@ -97,7 +97,7 @@ TEST(ReferencePipeline, TinyTextToImageRecordsEveryStep) {
   const Attachment* cond = find_attachment(pos, "tensor");
   ASSERT_NE(cond, nullptr);
   EXPECT_EQ(cond->data["shape"], nlohmann::json({1, 77, 64}));
-  EXPECT_EQ(cond->data["nan_count"].get<int>(), 0);
+  EXPECT_EQ(cond->data["stats"]["nan_count"].get<int>(), 0);
   const std::string dump = cond->data["dump"].get<std::string>();
   const std::string cmd = std::string(GENSCOPE_PYTHON) +
                           " -c \"import numpy,sys; a=numpy.load(sys.argv[1]); "
@@ -126,7 +126,7 @@ TEST(ReferencePipeline, TinyTextToImageRecordsEveryStep) {
 TEST(ReferencePipeline, SameSeedGivesIdenticalBytes) {
   DemoOptions a = tiny("det_a"), b = tiny("det_b"), c = tiny("det_c");
   c.seed = a.seed + 1;
-  const DemoResult ra = run(a), rb = run(b), rc = run(c);
+  const DemoResult ra = run_pipeline(a), rb = run_pipeline(b), rc = run_pipeline(c);
   ASSERT_EQ(ra.output_hash.size(), 16u);
   EXPECT_EQ(ra.output_hash, rb.output_hash);
   EXPECT_NE(ra.output_hash, rc.output_hash);
@@ -135,7 +135,7 @@ TEST(ReferencePipeline, SameSeedGivesIdenticalBytes) {
 TEST(ReferencePipeline, BudgetShowsTheFallbackChain) {
   DemoOptions o = tiny("budget_tiled");
   o.memory_budget_bytes = genscope::parse_memory_size("1M");  // direct ~1.6 MB, tile ~0.4 MB
-  DemoResult r = run(o);
+  DemoResult r = run_pipeline(o);
   const StepRecord& lat = step(r.run, "latent_generation");
   ASSERT_EQ(lat.attempts.size(), 2u);
   EXPECT_EQ(lat.attempts[0].strategy, "direct");
@@ -147,7 +147,7 @@ TEST(ReferencePipeline, BudgetShowsTheFallbackChain) {
 
   DemoOptions e = tiny("budget_zero");
   e.memory_budget_bytes = 1024;
-  DemoResult re = run(e);
+  DemoResult re = run_pipeline(e);
   const StepRecord& lz = step(re.run, "latent_generation");
   ASSERT_EQ(lz.attempts.size(), 4u);
   const char* expected[] = {"direct", "tiled", "cpu_fallback", "emergency_zeros"};
@@ -155,15 +155,15 @@ TEST(ReferencePipeline, BudgetShowsTheFallbackChain) {
   EXPECT_EQ(lz.attempts[3].outcome, StepStatus::kOk);
   const Attachment* latent = find_attachment(lz, "latent");
   ASSERT_NE(latent, nullptr);
-  EXPECT_EQ(latent->data["max"].get<double>(), 0.0);
-  EXPECT_EQ(latent->data["min"].get<double>(), 0.0);
+  EXPECT_EQ(latent->data["stats"]["max"].get<double>(), 0.0);
+  EXPECT_EQ(latent->data["stats"]["min"].get<double>(), 0.0);
 }
 
 TEST(ReferencePipeline, LoraStrengthZeroIsBitIdenticalAndOneChangesExactlyTargets) {
   DemoOptions zero = tiny("lora0"), one = tiny("lora1");
   zero.lora_strength = 0.0;
   one.lora_strength = 1.0;
-  const DemoResult r0 = run(zero), r1 = run(one);
+  const DemoResult r0 = run_pipeline(zero), r1 = run_pipeline(one);
   const Attachment* a0 = find_attachment(step(r0.run, "lora_application"), "lora_application");
   const Attachment* a1 = find_attachment(step(r1.run, "lora_application"), "lora_application");
   ASSERT_NE(a0, nullptr);
@@ -185,12 +185,12 @@ TEST(ReferencePipeline, LoraStrengthZeroIsBitIdenticalAndOneChangesExactlyTarget
 TEST(ReferencePipeline, TinyImageToVideo) {
   DemoOptions o = tiny("i2v");
   o.mode = "i2v";
-  DemoResult r = run(o);
+  DemoResult r = run_pipeline(o);
   EXPECT_EQ(r.latent_shape, (std::vector<std::int64_t>{1, 16, 3, 4, 4}));
   EXPECT_EQ(r.images.size(), 9u);  // 4 * 3 - 3 frames
   const Attachment* latent = find_attachment(step(r.run, "latent_generation"), "latent");
   ASSERT_NE(latent, nullptr);
-  EXPECT_EQ(latent->data["layout"], "(B,C,T,H,W)");
+  EXPECT_EQ(latent->data["latent_layout"], "(B,C,T,H,W)");
   EXPECT_DOUBLE_EQ(latent->data["temporal_compression"].get<double>(), 3.0);
   EXPECT_EQ(step(r.run, "sampling").iteration_ns.size(), 3u);
   EXPECT_NE(step(r.run, "load dit").counters.count("bytes"), 0u);
