@@ -19,12 +19,12 @@ std::array<Preset, 3> make_presets() {
   small.text_width = 768;  // SD1.x context width: the conditioning classifies as SD1.x.
   small.text_layers = 2;
   small.text_heads = 12;
-  small.image_size = 256;
+  small.image_size = 128;
   small.unet_channels = 64;
   small.unet_mult = {1, 2, 2};
   small.unet_heads = 4;
   small.vae_channels = 32;
-  small.video_size = 128;
+  small.video_size = 64;
   small.video_frames = 17;
   small.dit_width = 192;
   small.dit_layers = 4;
