@@ -40,7 +40,7 @@ struct DemoOptions {
   std::int64_t memory_budget_bytes = 0;
   std::filesystem::path out_dir = "genscope-demo";
   std::string device = "cpu";    ///< "cpu" or "cuda".
-  int threads = 2;               ///< Intra-op threads (fixed, for identical output bytes).
+  int threads = 1;  ///< Intra-op threads (fixed, for identical output bytes; 1 is robust on a loaded machine).
   bool write_dumps = true;       ///< Write conditioning/latent .npy dumps to out_dir/dumps.
   /// Weight cache folder; empty = $XDG_CACHE_HOME/genscope/reference (fallback ~/.cache).
   std::filesystem::path cache_dir;
