@@ -15,6 +15,7 @@
 #include "genscope/error.hpp"
 #include "genscope/reference_pipeline.hpp"
 #include "genscope/text_analysis.hpp"
+#include "genscope/usage_stats.hpp"
 #include "genscope/torch.hpp"
 #include "image_io.hpp"
 #include "patcher.hpp"
@@ -421,8 +422,14 @@ DemoResult run_reference_pipeline(const DemoOptions& options, Monitor& monitor) 
     result.error = std::string("PipelineFailed: ") + e.what();
   }
   if (run.active()) {
-    nlohmann::json usage = usage_statistics(run.snapshot(), options, result.images.empty() ? 0 : 1);
+    const Run snapshot = run.snapshot();
+    nlohmann::json usage = usage_statistics(snapshot, options, result.images.empty() ? 0 : 1);
     usage["wall_ns"] = Step::now_ns() - t0;
+    // The same run through genscope's cross-generation tracker (seed 003's summary).
+    UsageTracker tracker;
+    tracker.set_device(options.device);
+    tracker.record_run(snapshot);
+    usage["tracker"] = tracker.to_json();
     run.attach({"usage_statistics", "usage statistics", std::move(usage)});
   }
   result.run = run.finish();
