@@ -1,7 +1,8 @@
 // Monitoring overhead on a real workload: the reference pipeline run with the monitor off
 // and on (10 ms sampling, all probes, analyses and dumps), interleaved off/on so machine
 // load drifts hit both sides alike. Reports the median wall time of each side and their
-// ratio (goal <= 1.02). Arguments: preset index (0 tiny, 1 small), steps, repetitions.
+// ratio (goal <= 1.02). Arguments: preset index (0 tiny, 1 small), steps, repetitions,
+// dumps (1: the monitored side also writes the .npy dumps, as `genscope demo` does).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -40,6 +41,7 @@ void BM_DemoMonitoringOverhead(benchmark::State& state) {
   o.threads = 1;
   o.out_dir = std::filesystem::temp_directory_path() / "genscope-demo-bench";
   const int reps = static_cast<int>(state.range(2));
+  o.write_dumps = state.range(3) != 0;
   run_once(o, true);  // generate the cached weights and warm up both paths
   run_once(o, false);
   std::vector<double> off, on;
@@ -62,14 +64,15 @@ void BM_DemoMonitoringOverhead(benchmark::State& state) {
   state.counters["min_ratio"] = *std::min_element(on.begin(), on.end()) /
                                 *std::min_element(off.begin(), off.end());
   state.SetLabel(o.preset + ", " + std::to_string(o.steps) + " steps, " + std::to_string(reps) +
-                 " interleaved pairs");
+                 " interleaved pairs" + (o.write_dumps ? ", dumps" : ", no dumps"));
 }
 
 }  // namespace
 
 BENCHMARK(BM_DemoMonitoringOverhead)
-    ->Args({0, 8, 8})
-    ->Args({1, 4, 3})
+    ->Args({0, 8, 8, 1})
+    ->Args({0, 8, 8, 0})
+    ->Args({1, 4, 3, 1})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
