@@ -22,7 +22,8 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
-      "demo", "Run the reference latent-diffusion pipeline (seeded random weights) under the monitor");
+      "demo",
+      "Run the reference latent-diffusion pipeline (seeded random weights) under the monitor");
   cmd->add_option("--mode", args->options.mode, "t2i (UNet, Euler) or i2v (DiT, flow matching)")
       ->check(CLI::IsMember({"t2i", "i2v"}));
   cmd->add_option("--preset", args->options.preset, "tiny, small or large")
@@ -42,7 +43,8 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
   cmd->add_option("--out", args->out, "output folder (run.json, images, dumps)");
   cmd->add_option("--device", args->options.device, "cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  cmd->add_option("--threads", args->options.threads, "intra-op threads (fixed for identical output)")
+  cmd->add_option("--threads", args->options.threads,
+                  "intra-op threads (fixed for identical output)")
       ->check(CLI::Range(1, 256));
   cmd->add_flag("--plain", args->plain, "ASCII report markers instead of emoji");
   cmd->add_flag("--no-monitor", args->no_monitor, "run without monitoring (for comparison)");

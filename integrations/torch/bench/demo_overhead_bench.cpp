@@ -61,8 +61,8 @@ void BM_DemoMonitoringOverhead(benchmark::State& state) {
   state.counters["off_ms"] = m_off;
   state.counters["on_ms"] = m_on;
   state.counters["on_over_off"] = m_on / m_off;
-  state.counters["min_ratio"] = *std::min_element(on.begin(), on.end()) /
-                                *std::min_element(off.begin(), off.end());
+  state.counters["min_ratio"] =
+      *std::min_element(on.begin(), on.end()) / *std::min_element(off.begin(), off.end());
   state.SetLabel(o.preset + ", " + std::to_string(o.steps) + " steps, " + std::to_string(reps) +
                  " interleaved pairs" + (o.write_dumps ? ", dumps" : ", no dumps"));
 }

@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "genscope/torch.hpp"
 #include "genscope/npy.hpp"
+#include "genscope/torch.hpp"
 
 namespace genscope::detail {
 
@@ -17,8 +17,8 @@ nlohmann::json tensor_analysis(const at::Tensor& t, TensorRole role,
   return j;
 }
 
-nlohmann::json latent_analysis(const at::Tensor& latent, std::int64_t pixel_h,
-                               std::int64_t pixel_w, std::int64_t frames) {
+nlohmann::json latent_analysis(const at::Tensor& latent, std::int64_t pixel_h, std::int64_t pixel_w,
+                               std::int64_t frames) {
   AnalysisOptions options;
   options.source = {pixel_h, pixel_w, frames};
   nlohmann::json j = tensor_analysis(latent, TensorRole::kLatent, options);

@@ -19,8 +19,8 @@ nlohmann::json tensor_analysis(const at::Tensor& t, TensorRole role,
 
 /// Seed 001's latent figures on top of the tensor analysis: latent kind (image/video),
 /// layout, spatial and temporal compression ratios, size and element count.
-nlohmann::json latent_analysis(const at::Tensor& latent, std::int64_t pixel_h,
-                               std::int64_t pixel_w, std::int64_t frames);
+nlohmann::json latent_analysis(const at::Tensor& latent, std::int64_t pixel_h, std::int64_t pixel_w,
+                               std::int64_t frames);
 
 /// Writes a float32 .npy dump of `t` (copied to host, contiguous).
 void dump_npy(const std::string& path, const at::Tensor& t);

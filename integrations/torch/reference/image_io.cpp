@@ -69,7 +69,8 @@ void write_bytes(const std::filesystem::path& path, std::span<const std::uint8_t
   const std::filesystem::path tmp = path.string() + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    f.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
     if (!f) throw Error("WriteFailed", "cannot write '" + tmp.string() + "'");
   }
   std::error_code ec;

@@ -1,11 +1,12 @@
 // Forward passes of the reference networks (functional ATen over a weight map).
+#include "networks.hpp"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "genscope/error.hpp"
-#include "networks.hpp"
 
 namespace genscope::detail {
 namespace {
@@ -25,12 +26,11 @@ Tensor conv(const Weights& w, const std::string& n, const Tensor& x, int stride 
   return at::conv2d(x, k, weight(w, n + ".bias"), {stride, stride}, {pad, pad});
 }
 Tensor group_norm(const Weights& w, const std::string& n, const Tensor& x) {
-  return at::group_norm(x, groups_for(x.size(1)), weight(w, n + ".weight"),
-                        weight(w, n + ".bias"), 1e-6);
+  return at::group_norm(x, groups_for(x.size(1)), weight(w, n + ".weight"), weight(w, n + ".bias"),
+                        1e-6);
 }
 Tensor layer_norm(const Weights& w, const std::string& n, const Tensor& x) {
-  return at::layer_norm(x, {x.size(-1)}, weight(w, n + ".weight"), weight(w, n + ".bias"),
-                        1e-5);
+  return at::layer_norm(x, {x.size(-1)}, weight(w, n + ".weight"), weight(w, n + ".bias"), 1e-5);
 }
 
 // Multi-head attention: q (B,N,C), k/v (B,M,C); optional additive mask (N,M).
@@ -56,8 +56,7 @@ Tensor timestep_embedding(const Tensor& t, std::int64_t dim) {
   return at::cat({at::cos(args), at::sin(args)}, 1);
 }
 
-Tensor res_block(const Weights& w, const std::string& n, const Tensor& x,
-                 const Tensor& temb = {}) {
+Tensor res_block(const Weights& w, const std::string& n, const Tensor& x, const Tensor& temb = {}) {
   Tensor h = conv(w, n + ".conv1", at::silu(group_norm(w, n + ".norm1", x)));
   if (temb.defined()) h = h + linear(w, n + ".emb", at::silu(temb)).unsqueeze(-1).unsqueeze(-1);
   h = conv(w, n + ".conv2", at::silu(group_norm(w, n + ".norm2", h)));
@@ -76,8 +75,7 @@ Tensor spatial_transformer(const Weights& w, const std::string& n, const Tensor&
                            linear(w, n + ".attn1.to_v", a), heads));
   a = layer_norm(w, n + ".ln2", h);
   h = h + linear(w, n + ".attn2.to_out.0",
-                 attention(linear(w, n + ".attn2.to_q", a),
-                           linear(w, n + ".attn2.to_k", context),
+                 attention(linear(w, n + ".attn2.to_q", a), linear(w, n + ".attn2.to_k", context),
                            linear(w, n + ".attn2.to_v", context), heads));
   a = layer_norm(w, n + ".ln3", h);
   h = h + linear(w, n + ".ff.2", at::gelu(linear(w, n + ".ff.0", a)));
@@ -154,8 +152,7 @@ Tensor unet_forward(const Weights& w, const Preset& p, const Tensor& x, const Te
 Tensor dit_forward(const Weights& w, const Preset& p, const Tensor& x, const Tensor& cond,
                    const Tensor& t, const Tensor& context) {
   const std::string m = "diffusion_model.";
-  const std::int64_t b = x.size(0), zc = x.size(1), tt = x.size(2), hh = x.size(3),
-                     ww = x.size(4);
+  const std::int64_t b = x.size(0), zc = x.size(1), tt = x.size(2), hh = x.size(3), ww = x.size(4);
   const std::int64_t d = p.dit_width;
   // Patchify (1,2,2): (B, 2zc, T, h, w) -> (B, T*(h/2)*(w/2), 2zc*4).
   Tensor in = at::cat({x, cond}, 1)
@@ -166,16 +163,17 @@ Tensor dit_forward(const Weights& w, const Preset& p, const Tensor& x, const Ten
   h = h + timestep_embedding(at::arange(h.size(1), h.options()), d).unsqueeze(0);
   Tensor temb = timestep_embedding(t, d);
   temb = linear(w, m + "time_embedding.2", at::silu(linear(w, m + "time_embedding.0", temb)));
-  Tensor ctx = linear(w, m + "text_embedding.2",
-                      at::gelu(linear(w, m + "text_embedding.0", context)));
+  Tensor ctx =
+      linear(w, m + "text_embedding.2", at::gelu(linear(w, m + "text_embedding.0", context)));
   for (int i = 0; i < p.dit_layers; ++i) {
     const std::string n = m + "blocks." + std::to_string(i);
-    std::vector<Tensor> mod = linear(w, n + ".modulation", at::silu(temb)).unsqueeze(1).chunk(6, -1);
+    std::vector<Tensor> mod =
+        linear(w, n + ".modulation", at::silu(temb)).unsqueeze(1).chunk(6, -1);
     Tensor a = layer_norm(w, n + ".norm1", h) * (1 + mod[1]) + mod[0];
-    h = h + mod[2] * linear(w, n + ".self_attn.o",
-                            attention(linear(w, n + ".self_attn.q", a),
-                                      linear(w, n + ".self_attn.k", a),
-                                      linear(w, n + ".self_attn.v", a), p.dit_heads));
+    h = h + mod[2] *
+                linear(w, n + ".self_attn.o",
+                       attention(linear(w, n + ".self_attn.q", a), linear(w, n + ".self_attn.k", a),
+                                 linear(w, n + ".self_attn.v", a), p.dit_heads));
     a = layer_norm(w, n + ".norm2", h);
     h = h + linear(w, n + ".cross_attn.o",
                    attention(linear(w, n + ".cross_attn.q", a), linear(w, n + ".cross_attn.k", ctx),
@@ -183,7 +181,8 @@ Tensor dit_forward(const Weights& w, const Preset& p, const Tensor& x, const Ten
     a = layer_norm(w, n + ".norm3", h) * (1 + mod[4]) + mod[3];
     h = h + mod[5] * linear(w, n + ".ffn.2", at::gelu(linear(w, n + ".ffn.0", a)));
   }
-  std::vector<Tensor> mod = linear(w, m + "head.modulation", at::silu(temb)).unsqueeze(1).chunk(2, -1);
+  std::vector<Tensor> mod =
+      linear(w, m + "head.modulation", at::silu(temb)).unsqueeze(1).chunk(2, -1);
   h = linear(w, m + "head.head", layer_norm(w, m + "head.norm", h) * (1 + mod[1]) + mod[0]);
   // Unpatchify: (B, T*(h/2)*(w/2), zc*4) -> (B, zc, T, h, w).
   return h.view({b, tt, hh / 2, ww / 2, zc, 2, 2})
@@ -207,8 +206,7 @@ Tensor vae_encode_spatial(const Weights& w, const Preset& p, const Tensor& pixel
 Tensor vae_encode_temporal(const Weights& w, const Tensor& moments) {
   const std::int64_t f = moments.size(2);
   if ((f - 1) % 4 != 0) {
-    throw Error("InvalidFrameCount",
-                "video VAE needs 1+4k frames, got " + std::to_string(f));
+    throw Error("InvalidFrameCount", "video VAE needs 1+4k frames, got " + std::to_string(f));
   }
   // Causal: the first frame alone, then each group of 4 frames becomes one latent frame.
   Tensor first = at::conv3d(moments.narrow(2, 0, 1), weight(w, "encoder.time_first.weight"),

@@ -45,8 +45,8 @@ at::Tensor tokenize(std::string_view text, const Preset& p, int& token_count, bo
 at::Tensor text_encoder_forward(const Weights& w, const Preset& p, const at::Tensor& tokens);
 
 /// epsilon prediction: x (B,4,h,w), t (B) timesteps in [0,1000), context (B,77,D).
-at::Tensor unet_forward(const Weights& w, const Preset& p, const at::Tensor& x,
-                        const at::Tensor& t, const at::Tensor& context);
+at::Tensor unet_forward(const Weights& w, const Preset& p, const at::Tensor& x, const at::Tensor& t,
+                        const at::Tensor& context);
 /// velocity prediction: x (B,16,T,h,w), cond (B,16,T,h,w) image latent, t (B) in [0,1000].
 at::Tensor dit_forward(const Weights& w, const Preset& p, const at::Tensor& x,
                        const at::Tensor& cond, const at::Tensor& t, const at::Tensor& context);

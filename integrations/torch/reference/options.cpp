@@ -19,11 +19,16 @@ std::int64_t parse_memory_size(std::string_view text) {
   std::string unit(end);
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   double mult = 1;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "K" || unit == "KB" || unit == "KIB") mult = 1024.0;
-  else if (unit == "M" || unit == "MB" || unit == "MIB") mult = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GB" || unit == "GIB") mult = 1024.0 * 1024 * 1024;
-  else throw Error("InvalidSize", "'" + s + "' has an unknown unit (use K, M or G)");
+  if (unit.empty() || unit == "B")
+    mult = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KIB")
+    mult = 1024.0;
+  else if (unit == "M" || unit == "MB" || unit == "MIB")
+    mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GB" || unit == "GIB")
+    mult = 1024.0 * 1024 * 1024;
+  else
+    throw Error("InvalidSize", "'" + s + "' has an unknown unit (use K, M or G)");
   return static_cast<std::int64_t>(std::llround(value * mult));
 }
 
@@ -47,7 +52,8 @@ void validate_demo_options(const DemoOptions& o) {
   }
   detail::find_preset(o.preset);
   if (o.steps < 0 || o.steps > 1000) {
-    throw Error("InvalidOption", "--steps must be between 1 and 1000, got " + std::to_string(o.steps));
+    throw Error("InvalidOption",
+                "--steps must be between 1 and 1000, got " + std::to_string(o.steps));
   }
   if (!std::isfinite(o.lora_strength) || std::abs(o.lora_strength) > 10.0) {
     throw Error("InvalidOption", "--lora-strength must be a finite number in [-10, 10]");
@@ -75,8 +81,8 @@ void validate_demo_options(const DemoOptions& o) {
     std::ofstream f(probe);
     f << "ok";
     if (!f) {
-      throw Error("OutputNotWritable", "cannot write into the output folder '" +
-                                           o.out_dir.string() + "'");
+      throw Error("OutputNotWritable",
+                  "cannot write into the output folder '" + o.out_dir.string() + "'");
     }
   }
   std::filesystem::remove(probe, ec);

@@ -13,9 +13,8 @@ std::string new_uuid() {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   const std::uint64_t a = rng(), b = rng();
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-%04x-%012llx",
-                static_cast<unsigned>(a >> 32), static_cast<unsigned>((a >> 16) & 0xffff),
-                static_cast<unsigned>(a & 0x0fff),
+  std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0x0fff),
                 static_cast<unsigned>(((b >> 48) & 0x3fff) | 0x8000),
                 static_cast<unsigned long long>(b & 0xffffffffffffULL));
   return buf;
@@ -57,8 +56,10 @@ LoraMapping map_kohya_lora(const Weights& lora, const Weights& model, double str
 
 ModelPatcher::ModelPatcher(std::shared_ptr<Weights> model, std::string class_name,
                            std::string device)
-    : model_(std::move(model)), class_name_(std::move(class_name)),
-      load_device_(std::move(device)), uuid_(new_uuid()) {}
+    : model_(std::move(model)),
+      class_name_(std::move(class_name)),
+      load_device_(std::move(device)),
+      uuid_(new_uuid()) {}
 
 ModelPatcher ModelPatcher::clone() const {
   ModelPatcher c(model_, class_name_, load_device_);
@@ -88,7 +89,8 @@ void ModelPatcher::patch_model() {
     for (const LoraPatch& p : list) {
       const double rank = static_cast<double>(p.down.size(0));
       const double scale = p.alpha > 0 ? p.alpha / rank : 1.0;
-      at::Tensor delta = at::matmul(p.up.to(at::kFloat).flatten(1), p.down.to(at::kFloat).flatten(1));
+      at::Tensor delta =
+          at::matmul(p.up.to(at::kFloat).flatten(1), p.down.to(at::kFloat).flatten(1));
       merged = merged + delta.reshape(w.sizes()) * (p.strength_patch * p.strength_model * scale);
     }
     w = merged.to(w.scalar_type());

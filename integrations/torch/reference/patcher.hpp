@@ -28,8 +28,8 @@ struct LoraPatch {
 
 /// Result of mapping a LoRA file onto a model.
 struct LoraMapping {
-  std::map<std::string, LoraPatch> patches;   ///< model key -> patch
-  std::vector<std::string> not_loaded;        ///< "lora key not loaded: <key>"
+  std::map<std::string, LoraPatch> patches;  ///< model key -> patch
+  std::vector<std::string> not_loaded;       ///< "lora key not loaded: <key>"
   std::size_t lora_modules = 0;
 };
 

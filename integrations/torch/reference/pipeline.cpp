@@ -15,8 +15,8 @@
 #include "genscope/error.hpp"
 #include "genscope/reference_pipeline.hpp"
 #include "genscope/text_analysis.hpp"
-#include "genscope/usage_stats.hpp"
 #include "genscope/torch.hpp"
+#include "genscope/usage_stats.hpp"
 #include "image_io.hpp"
 #include "patcher.hpp"
 #include "stages.hpp"
@@ -43,9 +43,13 @@ nlohmann::json patcher_state(const ModelPatcher& m) {
 class ReferencePipeline {
  public:
   ReferencePipeline(const DemoOptions& o, ActiveRun& run, DemoResult& result)
-      : o_(o), p_(find_preset(o.preset)), run_(run), result_(result),
+      : o_(o),
+        p_(find_preset(o.preset)),
+        run_(run),
+        result_(result),
         device_(o.device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU)),
-        video_(o.mode == "i2v"), steps_(o.steps > 0 ? o.steps : p_.default_steps) {}
+        video_(o.mode == "i2v"),
+        steps_(o.steps > 0 ? o.steps : p_.default_steps) {}
 
   void run_all() {
     load_models();
@@ -63,8 +67,7 @@ class ReferencePipeline {
     run_.run_step(kind, name, std::forward<F>(fn));
   }
 
-  LoadedComponent load_one(const std::string& name, std::uint64_t seed_offset,
-                           std::function<Weights()> make) {
+  LoadedComponent load_one(const std::string& name, const std::function<Weights()>& make) {
     LoadedComponent c;
     phase(StepKind::kModelLoading, "load " + name, [&](Step& s) {
       c = load_component(reference_cache_dir(o_), name, p_, make);
@@ -74,7 +77,8 @@ class ReferencePipeline {
       s.add_counter("tensors", static_cast<double>(c.tensors));
       if (s.active()) {
         s.label("file", c.file.string());
-        s.attach({"model_component", name,
+        s.attach({"model_component",
+                  name,
                   {{"component", name},
                    {"file", c.file.string()},
                    {"file_size_bytes", c.file_size_bytes},
@@ -87,24 +91,25 @@ class ReferencePipeline {
                    {"read_ns", c.read_ns}}});
       }
     });
-    (void)seed_offset;
     return c;
   }
 
   void load_models() {
     phase(StepKind::kModelLoading, "model_loading", [&](Step& s) {
       const std::uint64_t seed = p_.weight_seed;
-      LoadedComponent te = load_one("text_encoder", 1, [&] { return make_text_encoder_weights(p_, seed + 1); });
+      LoadedComponent te =
+          load_one("text_encoder", [&] { return make_text_encoder_weights(p_, seed + 1); });
       LoadedComponent dn = video_
-          ? load_one("dit", 2, [&] { return make_dit_weights(p_, seed + 2); })
-          : load_one("unet", 2, [&] { return make_unet_weights(p_, seed + 2); });
-      LoadedComponent vae = video_
-          ? load_one("video_vae", 3, [&] { return make_video_vae_weights(p_, seed + 3); })
-          : load_one("vae", 3, [&] { return make_image_vae_weights(p_, seed + 3); });
+                               ? load_one("dit", [&] { return make_dit_weights(p_, seed + 2); })
+                               : load_one("unet", [&] { return make_unet_weights(p_, seed + 2); });
+      LoadedComponent vae =
+          video_ ? load_one("video_vae", [&] { return make_video_vae_weights(p_, seed + 3); })
+                 : load_one("vae", [&] { return make_image_vae_weights(p_, seed + 3); });
       s.add_counter("components", 3);
       s.add_counter("bytes", static_cast<double>(te.file_size_bytes + dn.file_size_bytes +
                                                  vae.file_size_bytes));
-      s.add_counter("parameters", static_cast<double>(te.parameters + dn.parameters + vae.parameters));
+      s.add_counter("parameters",
+                    static_cast<double>(te.parameters + dn.parameters + vae.parameters));
       text_ = std::make_shared<Weights>(std::move(te.weights));
       denoiser_ = std::make_shared<Weights>(std::move(dn.weights));
       vae_ = std::move(vae.weights);
@@ -124,16 +129,17 @@ class ReferencePipeline {
         const bool exists = std::filesystem::exists(file, ec);
         baseline = {{"unet", patcher_state(*unet_patcher_)},
                     {"clip", patcher_state(*clip_patcher_)},
-                    {"lora_file", {{"filename", file.filename().string()},
-                                   {"path", file.string()},
-                                   {"file_exists", exists},
-                                   {"file_size_bytes", exists ? std::filesystem::file_size(file) : 0}}}};
+                    {"lora_file",
+                     {{"filename", file.filename().string()},
+                      {"path", file.string()},
+                      {"file_exists", exists},
+                      {"file_size_bytes", exists ? std::filesystem::file_size(file) : 0}}}};
         before = fingerprint(*denoiser_);
       }
       const Weights& base = *denoiser_;
-      LoadedComponent lora =
-          load_component(reference_cache_dir(o_), name, p_,
-                         [&] { return make_lora_weights(p_, base, p_.weight_seed + 10); });
+      LoadedComponent lora = load_component(reference_cache_dir(o_), name, p_, [&] {
+        return make_lora_weights(p_, base, p_.weight_seed + 10);
+      });
       for (auto& [k, t] : lora.weights) t = t.to(device_);
       LoraMapping mapping = map_kohya_lora(lora.weights, *denoiser_, o_.lora_strength);
       // ComfyUI's LoraLoader: clone the patcher, add the patches (UUID renewed), then the
@@ -148,18 +154,21 @@ class ReferencePipeline {
         for (const auto& [key, list] : patched.patches()) {
           const LoraPatch& lp = list.back();
           const double rank = static_cast<double>(lp.down.size(0));
-          details[key] = {{"strength_patch", lp.strength_patch},
-                          {"strength_model", lp.strength_model},
-                          {"patch_type", "lora"},
-                          {"lora_module", lp.lora_module},
-                          {"rank", lp.down.size(0)},
-                          {"alpha", lp.alpha},
-                          {"scale", lp.alpha > 0 ? lp.alpha / rank : 1.0},
-                          {"up_shape", std::vector<std::int64_t>(lp.up.sizes().begin(), lp.up.sizes().end())},
-                          {"down_shape", std::vector<std::int64_t>(lp.down.sizes().begin(), lp.down.sizes().end())},
-                          {"patch_count", list.size()}};
+          details[key] = {
+              {"strength_patch", lp.strength_patch},
+              {"strength_model", lp.strength_model},
+              {"patch_type", "lora"},
+              {"lora_module", lp.lora_module},
+              {"rank", lp.down.size(0)},
+              {"alpha", lp.alpha},
+              {"scale", lp.alpha > 0 ? lp.alpha / rank : 1.0},
+              {"up_shape", std::vector<std::int64_t>(lp.up.sizes().begin(), lp.up.sizes().end())},
+              {"down_shape",
+               std::vector<std::int64_t>(lp.down.sizes().begin(), lp.down.sizes().end())},
+              {"patch_count", list.size()}};
         }
-        nlohmann::json modified = {{"unet", patcher_state(patched)}, {"clip", patcher_state(*clip_patcher_)}};
+        nlohmann::json modified = {{"unet", patcher_state(patched)},
+                                   {"clip", patcher_state(*clip_patcher_)}};
         const nlohmann::json& bu = baseline["unet"];
         nlohmann::json report = {
             {"lora_file", baseline["lora_file"]},
@@ -167,30 +176,36 @@ class ReferencePipeline {
             {"strength_clip", 0.0},
             {"baseline", baseline},
             {"modified", modified},
-            {"identity", {{"model_cloned", patched.patcher_id() != unet_patcher_->patcher_id()},
-                          {"class_changed", patched.class_name() != unet_patcher_->class_name()},
-                          {"patches_added", static_cast<std::int64_t>(patched.patch_count()) -
-                                                static_cast<std::int64_t>(unet_patcher_->patch_count())},
-                          {"uuid_changed", patched.patches_uuid() != unet_patcher_->patches_uuid()},
-                          {"original_patch_count", unet_patcher_->patch_count()},
-                          {"modified_patch_count", patched.patch_count()}}},
+            {"identity",
+             {{"model_cloned", patched.patcher_id() != unet_patcher_->patcher_id()},
+              {"class_changed", patched.class_name() != unet_patcher_->class_name()},
+              {"patches_added", static_cast<std::int64_t>(patched.patch_count()) -
+                                    static_cast<std::int64_t>(unet_patcher_->patch_count())},
+              {"uuid_changed", patched.patches_uuid() != unet_patcher_->patches_uuid()},
+              {"original_patch_count", unet_patcher_->patch_count()},
+              {"modified_patch_count", patched.patch_count()}}},
             {"weights", weight_changes(before, fingerprint(*denoiser_))},
-            {"patches", {{"total_patched_keys", keys.size()}, {"targeted_keys", keys},
-                         {"patch_details", details}}},
-            {"key_mapping", {{"lora_modules", mapping.lora_modules},
-                             {"lora_tensors", lora.tensors},
-                             {"mapped_keys", keys.size()},
-                             {"lora_keys_not_loaded", mapping.not_loaded},
-                             {"not_loaded_count", mapping.not_loaded.size()},
-                             {"architecture_fits", !keys.empty() && mapping.not_loaded.empty()}}},
-            {"placement", {{"original_device", bu["device"]},
-                           {"modified_device", modified["unet"]["device"]},
-                           {"model_device_changed", bu["device"] != modified["unet"]["device"]},
-                           {"load_device_changed", bu["load_device"] != modified["unet"]["load_device"]},
-                           {"offload_device_changed", bu["offload_device"] != modified["unet"]["offload_device"]},
-                           {"clip_model_device", baseline["clip"]["device"]},
-                           {"clip_patcher_load_device", clip_patcher_->load_device()},
-                           {"clip_patcher_offload_device", clip_patcher_->offload_device()}}}};
+            {"patches",
+             {{"total_patched_keys", keys.size()},
+              {"targeted_keys", keys},
+              {"patch_details", details}}},
+            {"key_mapping",
+             {{"lora_modules", mapping.lora_modules},
+              {"lora_tensors", lora.tensors},
+              {"mapped_keys", keys.size()},
+              {"lora_keys_not_loaded", mapping.not_loaded},
+              {"not_loaded_count", mapping.not_loaded.size()},
+              {"architecture_fits", !keys.empty() && mapping.not_loaded.empty()}}},
+            {"placement",
+             {{"original_device", bu["device"]},
+              {"modified_device", modified["unet"]["device"]},
+              {"model_device_changed", bu["device"] != modified["unet"]["device"]},
+              {"load_device_changed", bu["load_device"] != modified["unet"]["load_device"]},
+              {"offload_device_changed",
+               bu["offload_device"] != modified["unet"]["offload_device"]},
+              {"clip_model_device", baseline["clip"]["device"]},
+              {"clip_patcher_load_device", clip_patcher_->load_device()},
+              {"clip_patcher_offload_device", clip_patcher_->offload_device()}}}};
         s.attach({"lora_application", name, std::move(report)});
       }
       unet_patcher_.emplace(std::move(patched));
@@ -240,8 +255,10 @@ class ReferencePipeline {
       s.add_counter("tokens", tokens_total);
       s.add_counter("prompts", 2);
       if (s.active()) {
-        s.attach({"model_state", "models",
-                  {{"clip", patcher_state(*clip_patcher_)}, {"unet", patcher_state(*unet_patcher_)}}});
+        s.attach(
+            {"model_state",
+             "models",
+             {{"clip", patcher_state(*clip_patcher_)}, {"unet", patcher_state(*unet_patcher_)}}});
       }
     });
   }
@@ -251,7 +268,8 @@ class ReferencePipeline {
       const std::int64_t size = video_ ? p_.video_size : p_.image_size;
       const std::int64_t frames = video_ ? p_.video_frames : 1;
       at::Tensor first = synthetic_image(size, size);
-      at::Tensor pixels = video_ ? at::cat({first, at::zeros({frames - 1, 3, size, size})}, 0) : first;
+      at::Tensor pixels =
+          video_ ? at::cat({first, at::zeros({frames - 1, 3, size, size})}, 0) : first;
       EncodeRequest req;
       req.vae = &vae_;
       req.preset = &p_;
@@ -270,7 +288,10 @@ class ReferencePipeline {
         nlohmann::json a = latent_analysis(er.latent, size, size, frames);
         a["strategy"] = er.strategy;
         a["encode"] = er.details;
-        a["input"] = {{"frames", frames}, {"height", size}, {"width", size}, {"channels", 3},
+        a["input"] = {{"frames", frames},
+                      {"height", size},
+                      {"width", size},
+                      {"channels", 3},
                       {"bytes", pixels.numel() * 4}};
         if (er.strategy == "emergency_zeros") {
           a["warning"] = "every strategy failed: zero latents carry no image information";
@@ -330,8 +351,10 @@ class ReferencePipeline {
       nlohmann::json files = nlohmann::json::array();
       for (std::size_t i = 0; i < frames.size(); ++i) {
         char name[32];
-        if (video_) std::snprintf(name, sizeof name, "frame_%03zu.png", i);
-        else std::snprintf(name, sizeof name, "image.png");
+        if (video_)
+          std::snprintf(name, sizeof name, "frame_%03zu.png", i);
+        else
+          std::snprintf(name, sizeof name, "image.png");
         const std::vector<std::uint8_t> png = encode_png_rgb8(frames[i], w, h);
         const std::filesystem::path path = o_.out_dir / name;
         write_bytes(path, png);
@@ -349,8 +372,10 @@ class ReferencePipeline {
       s.add_counter("bytes", bytes);
       s.add_counter("frames", static_cast<double>(frames.size()));
       if (s.active()) {
-        s.attach({"outputs", "images", {{"files", files}, {"xxh3_64", result_.output_hash},
-                                        {"width", w}, {"height", h}}});
+        s.attach(
+            {"outputs",
+             "images",
+             {{"files", files}, {"xxh3_64", result_.output_hash}, {"width", w}, {"height", h}}});
       }
     });
   }
@@ -396,19 +421,18 @@ DemoResult run_reference_pipeline(const DemoOptions& options, Monitor& monitor) 
   ro.pipeline.name = video ? "genscope reference i2v" : "genscope reference t2i";
   ro.pipeline.model = "reference-" + p.name;
   ro.pipeline.architecture = video ? "video DiT" : "UNet";
-  ro.pipeline.parameters = {
-      {"mode", options.mode},
-      {"preset", p.name},
-      {"resolution", std::to_string(size) + "x" + std::to_string(size)},
-      {"steps", std::to_string(steps)},
-      {"seed", std::to_string(options.seed)},
-      {"batch", "1"},
-      {"frames", std::to_string(video ? p.video_frames : 1)},
-      {"guidance", std::to_string(options.guidance)},
-      {"lora_strength", std::to_string(options.lora_strength)},
-      {"memory_budget_bytes", std::to_string(options.memory_budget_bytes)},
-      {"device", options.device},
-      {"threads", std::to_string(options.threads)}};
+  ro.pipeline.parameters = {{"mode", options.mode},
+                            {"preset", p.name},
+                            {"resolution", std::to_string(size) + "x" + std::to_string(size)},
+                            {"steps", std::to_string(steps)},
+                            {"seed", std::to_string(options.seed)},
+                            {"batch", "1"},
+                            {"frames", std::to_string(video ? p.video_frames : 1)},
+                            {"guidance", std::to_string(options.guidance)},
+                            {"lora_strength", std::to_string(options.lora_strength)},
+                            {"memory_budget_bytes", std::to_string(options.memory_budget_bytes)},
+                            {"device", options.device},
+                            {"threads", std::to_string(options.threads)}};
 
   DemoResult result;
   ActiveRun run = monitor.start_run(ro);

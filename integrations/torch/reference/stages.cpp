@@ -121,8 +121,8 @@ EncodeResult encode_with_fallbacks(const EncodeRequest& r, Step& step) {
         }
         const std::int64_t avail = mem_available_bytes();
         if (avail >= 0 && direct_bytes > avail) {
-          throw Error("OutOfMemoryBudget", "CPU encode needs ~" + mib(direct_bytes) +
-                                               " but only " + mib(avail) + " RAM is available");
+          throw Error("OutOfMemoryBudget", "CPU encode needs ~" + mib(direct_bytes) + " but only " +
+                                               mib(avail) + " RAM is available");
         }
         Weights cpu;
         for (const auto& [k, t] : *r.vae) cpu.emplace(k, t.cpu());
@@ -137,8 +137,7 @@ EncodeResult encode_with_fallbacks(const EncodeRequest& r, Step& step) {
   }
   attempt("emergency_zeros", [&] {
     const std::int64_t zc = r.video ? r.preset->video_latent_channels : r.preset->latent_channels;
-    result.latent = r.video ? at::zeros({1, zc, 1 + (f - 1) / 4, h / 8, w / 8},
-                                        r.frames.options())
+    result.latent = r.video ? at::zeros({1, zc, 1 + (f - 1) / 4, h / 8, w / 8}, r.frames.options())
                             : at::zeros({1, zc, h / 8, w / 8}, r.frames.options());
   });
   result.strategy = "emergency_zeros";
@@ -155,7 +154,8 @@ at::Tensor synthetic_image(std::int64_t h, std::int64_t w) {
 at::Tensor sample_euler_eps(const SampleRequest& r, Step& step) {
   // SD's scaled-linear schedule and the k-diffusion sigma parameterisation.
   at::Tensor betas = at::pow(at::linspace(std::sqrt(0.00085), std::sqrt(0.012), 1000,
-                                          at::TensorOptions().dtype(at::kDouble)), 2);
+                                          at::TensorOptions().dtype(at::kDouble)),
+                             2);
   at::Tensor ac = at::cumprod(1.0 - betas, 0);
   at::Tensor log_sigmas = at::log(at::sqrt((1.0 - ac) / ac));
   std::vector<double> ts, sigmas;
@@ -213,8 +213,12 @@ at::Tensor sample_flow_euler(const SampleRequest& r, Step& step) {
 std::vector<std::vector<std::uint8_t>> to_rgb8_frames(const at::Tensor& pixels) {
   at::Tensor p = pixels.detach().to(at::kCPU, at::kFloat);
   if (p.dim() == 4) p = p.unsqueeze(2);  // (1,3,H,W) -> (1,3,1,H,W)
-  at::Tensor u8 = ((p[0] + 1.0) * 127.5).round().clamp(0, 255).to(at::kByte)
-                      .permute({1, 2, 3, 0}).contiguous();  // (F,H,W,3)
+  at::Tensor u8 = ((p[0] + 1.0) * 127.5)
+                      .round()
+                      .clamp(0, 255)
+                      .to(at::kByte)
+                      .permute({1, 2, 3, 0})
+                      .contiguous();  // (F,H,W,3)
   std::vector<std::vector<std::uint8_t>> frames;
   const std::int64_t n = u8.size(1) * u8.size(2) * 3;
   for (std::int64_t f = 0; f < u8.size(0); ++f) {

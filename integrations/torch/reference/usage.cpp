@@ -27,8 +27,10 @@ nlohmann::json usage_statistics(const Run& run, const DemoOptions& o, std::size_
       }
       continue;
     }
-    if (s.kind == StepKind::kModelLoading) init_ns += s.duration_ns;
-    else if (s.kind != StepKind::kSave && s.kind != StepKind::kCustom) inference_ns += s.duration_ns;
+    if (s.kind == StepKind::kModelLoading)
+      init_ns += s.duration_ns;
+    else if (s.kind != StepKind::kSave && s.kind != StepKind::kCustom)
+      inference_ns += s.duration_ns;
   }
   nlohmann::json peaks = nlohmann::json::object();
   for (const std::string& name : byte_metrics) {
@@ -36,14 +38,16 @@ nlohmann::json usage_statistics(const Run& run, const DemoOptions& o, std::size_
     if (!std::isnan(v)) peaks[name] = v;
   }
   const bool video = o.mode == "i2v";
-  return {{"initialization_time_ns", init_ns},
-          {"total_generated", generated},
-          {"output_kind", video ? "video" : "image"},
-          {"total_inference_time_ns", inference_ns},
-          {"average_inference_time_ns", generated > 0 ? inference_ns / static_cast<std::int64_t>(generated) : 0},
-          {"peak_memory", peaks},
-          {"memory_after_component_load", after_load},
-          {"device_name", o.device == "cuda" && !run.gpus.empty() ? run.gpus.front().name : o.device}};
+  return {
+      {"initialization_time_ns", init_ns},
+      {"total_generated", generated},
+      {"output_kind", video ? "video" : "image"},
+      {"total_inference_time_ns", inference_ns},
+      {"average_inference_time_ns",
+       generated > 0 ? inference_ns / static_cast<std::int64_t>(generated) : 0},
+      {"peak_memory", peaks},
+      {"memory_after_component_load", after_load},
+      {"device_name", o.device == "cuda" && !run.gpus.empty() ? run.gpus.front().name : o.device}};
 }
 
 }  // namespace genscope

@@ -1,9 +1,9 @@
 // LibTorch adapter: to_view, snapshot_module and the CUDA caching-allocator source.
-#include "genscope/torch.hpp"
-
 #include <ATen/detail/CUDAHooksInterface.h>
 
 #include <cstring>
+
+#include "genscope/torch.hpp"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -18,17 +18,28 @@ namespace genscope {
 
 std::optional<DType> to_dtype(at::ScalarType type) noexcept {
   switch (type) {
-    case at::kDouble: return DType::kF64;
-    case at::kFloat: return DType::kF32;
-    case at::kHalf: return DType::kF16;
-    case at::kBFloat16: return DType::kBF16;
-    case at::kLong: return DType::kI64;
-    case at::kInt: return DType::kI32;
-    case at::kShort: return DType::kI16;
-    case at::kChar: return DType::kI8;
-    case at::kByte: return DType::kU8;
-    case at::kBool: return DType::kBool;
-    default: return std::nullopt;
+    case at::kDouble:
+      return DType::kF64;
+    case at::kFloat:
+      return DType::kF32;
+    case at::kHalf:
+      return DType::kF16;
+    case at::kBFloat16:
+      return DType::kBF16;
+    case at::kLong:
+      return DType::kI64;
+    case at::kInt:
+      return DType::kI32;
+    case at::kShort:
+      return DType::kI16;
+    case at::kChar:
+      return DType::kI8;
+    case at::kByte:
+      return DType::kU8;
+    case at::kBool:
+      return DType::kBool;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -57,8 +68,7 @@ TorchTensorView to_view(const at::Tensor& tensor) {
 }
 
 #ifdef GENSCOPE_TORCH_HAS_MODEL_SNAPSHOT
-ModelSnapshot snapshot_module(const torch::nn::Module& module, std::string class_name,
-                              bool hash) {
+ModelSnapshot snapshot_module(const torch::nn::Module& module, std::string class_name, bool hash) {
   ModelSnapshot s;
   char id[32];
   std::snprintf(id, sizeof id, "%p", static_cast<const void*>(&module));

@@ -1,6 +1,8 @@
 // The reference pipeline on the tiny preset: every step with its analyses, identical output
 // bytes for the same seed, the VAE encode fallback chain under a budget, and the LoRA merge
 // (strength 0 bit-identical, strength 1 changes exactly the targeted keys).
+#include "genscope/reference_pipeline.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -9,7 +11,6 @@
 #include <string>
 
 #include "genscope/error.hpp"
-#include "genscope/reference_pipeline.hpp"
 
 namespace fs = std::filesystem;
 using genscope::Attachment;
@@ -74,10 +75,10 @@ TEST(ReferencePipeline, TinyTextToImageRecordsEveryStep) {
   DemoOptions o = tiny("t2i");
   DemoResult r = run_pipeline(o);
   const genscope::Run& run = r.run;
-  for (const char* name : {"model_loading", "load text_encoder", "load unet", "load vae",
-                           "lora_application", "text_encoding", "encode positive",
-                           "encode negative", "latent_generation", "sampling", "vae_decode",
-                           "save"}) {
+  for (const char* name :
+       {"model_loading", "load text_encoder", "load unet", "load vae", "lora_application",
+        "text_encoding", "encode positive", "encode negative", "latent_generation", "sampling",
+        "vae_decode", "save"}) {
     SCOPED_TRACE(name);
     EXPECT_EQ(step(run, name).status, StepStatus::kOk);
   }
@@ -88,7 +89,8 @@ TEST(ReferencePipeline, TinyTextToImageRecordsEveryStep) {
   const StepRecord& unet = step(run, "load unet");
   EXPECT_GT(unet.counters.at("bytes"), 0);
   ASSERT_NE(find_attachment(unet, "model_component"), nullptr);
-  EXPECT_TRUE(fs::exists(find_attachment(unet, "model_component")->data["file"].get<std::string>()));
+  EXPECT_TRUE(
+      fs::exists(find_attachment(unet, "model_component")->data["file"].get<std::string>()));
   // Text encoding: per-prompt text analysis, conditioning analysis and a NumPy dump.
   const StepRecord& pos = step(run, "encode positive");
   const Attachment* text = find_attachment(pos, "text");
@@ -151,7 +153,8 @@ TEST(ReferencePipeline, BudgetShowsTheFallbackChain) {
   const StepRecord& lz = step(re.run, "latent_generation");
   ASSERT_EQ(lz.attempts.size(), 4u);
   const char* expected[] = {"direct", "tiled", "cpu_fallback", "emergency_zeros"};
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(lz.attempts[static_cast<std::size_t>(i)].strategy, expected[i]);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(lz.attempts[static_cast<std::size_t>(i)].strategy, expected[i]);
   EXPECT_EQ(lz.attempts[3].outcome, StepStatus::kOk);
   const Attachment* latent = find_attachment(lz, "latent");
   ASSERT_NE(latent, nullptr);
@@ -171,7 +174,9 @@ TEST(ReferencePipeline, LoraStrengthZeroIsBitIdenticalAndOneChangesExactlyTarget
   const auto targets = as_set(a1->data["patches"]["targeted_keys"]);
   EXPECT_GT(targets.size(), 0u);
   for (const std::string& k : targets) {
-    EXPECT_TRUE(k.find(".attn1.to_") != std::string::npos || k.find(".attn2.to_") != std::string::npos) << k;
+    EXPECT_TRUE(k.find(".attn1.to_") != std::string::npos ||
+                k.find(".attn2.to_") != std::string::npos)
+        << k;
   }
   EXPECT_EQ(a0->data["patches"]["total_patched_keys"].get<std::size_t>(), targets.size());
   EXPECT_TRUE(a0->data["weights"]["keys_changed"].empty());

@@ -33,26 +33,27 @@ struct DemoOptions {
   std::uint64_t seed = 42;       ///< Seeds the noise (weights are seeded per preset).
   std::string prompt = "a lighthouse on a cliff at sunset, oil painting";
   std::string negative = "blurry, low quality";
-  double guidance = 5.0;         ///< Classifier-free guidance scale.
-  double lora_strength = 1.0;    ///< 0 keeps the denoiser's weights bit-identical.
+  double guidance = 5.0;       ///< Classifier-free guidance scale.
+  double lora_strength = 1.0;  ///< 0 keeps the denoiser's weights bit-identical.
   /// Device-memory budget in bytes for the VAE encode chain; 0 = unlimited. Strategies
   /// whose estimated peak exceeds it refuse like an out-of-memory error.
   std::int64_t memory_budget_bytes = 0;
   std::filesystem::path out_dir = "genscope-demo";
-  std::string device = "cpu";    ///< "cpu" or "cuda".
-  int threads = 1;  ///< Intra-op threads (fixed, for identical output bytes; 1 is robust on a loaded machine).
-  bool write_dumps = true;       ///< Write conditioning/latent .npy dumps to out_dir/dumps.
+  std::string device = "cpu";  ///< "cpu" or "cuda".
+  int threads = 1;  ///< Intra-op threads (fixed, for identical output bytes; 1 is robust on a
+                    ///< loaded machine).
+  bool write_dumps = true;  ///< Write conditioning/latent .npy dumps to out_dir/dumps.
   /// Weight cache folder; empty = $XDG_CACHE_HOME/genscope/reference (fallback ~/.cache).
   std::filesystem::path cache_dir;
 };
 
 /// What a pipeline run produced.
 struct DemoResult {
-  Run run;                                   ///< The finished run (empty when disabled).
-  std::vector<std::filesystem::path> images; ///< PNG files (one per video frame for i2v).
-  std::string output_hash;                   ///< XXH3-64 (hex) over the PNG files' bytes.
-  std::vector<std::int64_t> latent_shape;    ///< Shape of the sampled latent.
-  std::string encode_strategy;               ///< VAE encode strategy that succeeded.
+  Run run;                                    ///< The finished run (empty when disabled).
+  std::vector<std::filesystem::path> images;  ///< PNG files (one per video frame for i2v).
+  std::string output_hash;                    ///< XXH3-64 (hex) over the PNG files' bytes.
+  std::vector<std::int64_t> latent_shape;     ///< Shape of the sampled latent.
+  std::string encode_strategy;                ///< VAE encode strategy that succeeded.
   /// Empty on success; else "<ErrorName>: message" of the failure that ended the pipeline
   /// (the run is still returned, with the failed step recorded).
   std::string error;

@@ -30,8 +30,8 @@ namespace genscope {
 
 /// A TensorView of an at::Tensor plus whatever keeps its bytes alive.
 struct TorchTensorView {
-  TensorView view;           ///< Host view: zero-copy for CPU tensors, else of `holder`.
-  at::Tensor holder;         ///< The tensor whose memory `view` points into.
+  TensorView view;    ///< Host view: zero-copy for CPU tensors, else of `holder`.
+  at::Tensor holder;  ///< The tensor whose memory `view` points into.
   bool copied_to_host = false;
   /// "statistics computed after a device-to-host copy" when copied, else empty.
   std::string note;
