@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <random>
 
@@ -10,6 +11,7 @@
 #include "core/step_stack.hpp"
 #include "genscope/error.hpp"
 #include "genscope/host.hpp"
+#include "genscope/report.hpp"
 #include "genscope/version.hpp"
 
 namespace genscope {
@@ -229,10 +231,22 @@ Run ActiveRun::finish() {
     run->run.duration_ns = end - run->start_steady_ns;
     result = run->snapshot_locked();
   }
-  run->monitor->log->write(
-      "INFO", "run " + result.id + " finished: steps=" + std::to_string(result.steps.size()) +
-                  " duration_s=" + std::to_string(static_cast<double>(result.duration_ns) * 1e-9) +
-                  " monitoring_errors=" + std::to_string(result.monitoring_errors.size()));
+  if (run->monitor->log->enabled()) {
+    // Seed 003's usage statistics line: totals and the run's peaks.
+    std::string line = "run " + result.id + " finished: steps=" +
+                       std::to_string(result.steps.size()) + " duration=" +
+                       format_duration(static_cast<double>(result.duration_ns), true);
+    for (const MetricInfo& m : run->columns) {
+      if (m.unit != Unit::kBytes || m.name.find("total") != std::string::npos ||
+          m.name.find("free") != std::string::npos || m.name.find("available") != std::string::npos) {
+        continue;
+      }
+      const double peak = result.peak(m.name);
+      if (!std::isnan(peak)) line += " peak " + m.name + "=" + format_bytes(peak);
+    }
+    line += " monitoring_errors=" + std::to_string(result.monitoring_errors.size());
+    run->monitor->log->write("INFO", line);
+  }
   return result;
 }
 

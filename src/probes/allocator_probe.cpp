@@ -76,8 +76,8 @@ class AllocatorProbe final : public Probe {
     } catch (...) {
       error = describe_current_exception();
     }
-    return ProbeStatus::failure("allocator " + device_ + " reset_peaks: " +
-                                (error.empty() ? std::string("failed") : error));
+    return ProbeStatus::failure("allocator " + device_ +
+                                " reset_peaks: " + (error.empty() ? std::string("failed") : error));
   }
 
  private:
@@ -89,8 +89,8 @@ class AllocatorProbe final : public Probe {
     } catch (...) {
       error = describe_current_exception();
     }
-    return ProbeStatus::failure("allocator " + device_ + " read: " +
-                                (error.empty() ? std::string("failed") : error));
+    return ProbeStatus::failure("allocator " + device_ +
+                                " read: " + (error.empty() ? std::string("failed") : error));
   }
 
   std::shared_ptr<AllocatorSource> source_;

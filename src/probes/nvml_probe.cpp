@@ -16,9 +16,13 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <mutex>
+#include <type_traits>
 
 #include "genscope/probe.hpp"
 #include "probes/nvml_api.hpp"
@@ -28,21 +32,34 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr const char* kDefaultLibrary = "libnvidia-ml.so.1";
+// How long sample() waits for a concurrent sample() before giving up (a hung driver call).
+constexpr std::chrono::milliseconds kBusyWait{100};
 
 // One NVML call per figure group; a group that answered NOT_SUPPORTED once is reported
 // once and then no longer queried (it will not start working mid-run).
 enum Call : unsigned {
-  kMemory, kUtilization, kTemperature, kPower, kSmClock, kMemClock, kProcesses, kCallCount
+  kMemory,
+  kUtilization,
+  kTemperature,
+  kPower,
+  kSmClock,
+  kMemClock,
+  kProcesses,
+  kCallCount
 };
-constexpr const char* kCallNames[kCallCount] = {
-    "nvmlDeviceGetMemoryInfo_v2",   "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetTemperature",
-    "nvmlDeviceGetPowerUsage",      "nvmlDeviceGetClockInfo(SM)",    "nvmlDeviceGetClockInfo(MEM)",
-    "nvmlDeviceGetComputeRunningProcesses_v3"};
+constexpr const char* kCallNames[kCallCount] = {"nvmlDeviceGetMemoryInfo_v2",
+                                                "nvmlDeviceGetUtilizationRates",
+                                                "nvmlDeviceGetTemperature",
+                                                "nvmlDeviceGetPowerUsage",
+                                                "nvmlDeviceGetClockInfo(SM)",
+                                                "nvmlDeviceGetClockInfo(MEM)",
+                                                "nvmlDeviceGetComputeRunningProcesses_v3"};
 
 constexpr const char* kFigureNames[] = {
-    "total_bytes",         "used_bytes",  "free_bytes",         "reserved_bytes",
-    "utilization_percent", "memory_utilization_percent",       "temperature_celsius",
-    "power_watts",         "sm_clock_hertz", "memory_clock_hertz", "process_used_bytes"};
+    "total_bytes",         "used_bytes",          "free_bytes",
+    "reserved_bytes",      "utilization_percent", "memory_utilization_percent",
+    "temperature_celsius", "power_watts",         "sm_clock_hertz",
+    "memory_clock_hertz",  "process_used_bytes"};
 constexpr Unit kFigureUnits[] = {Unit::kBytes,   Unit::kBytes,   Unit::kBytes,   Unit::kBytes,
                                  Unit::kPercent, Unit::kPercent, Unit::kCelsius, Unit::kWatts,
                                  Unit::kHertz,   Unit::kHertz,   Unit::kBytes};
@@ -100,9 +117,10 @@ class NvmlProbe final : public Probe {
   std::vector<unsigned> device_indices_;
   std::vector<MetricInfo> metrics_;
   std::vector<GpuInfo> gpus_;
-  std::mutex mutex_;                       // sample() state below
+  std::timed_mutex mutex_;                 // sample() state below
   std::vector<std::uint8_t> unsupported_;  // [device * kCallCount + call]
   std::vector<nvmlProcessInfo_t> processes_;
+  std::string open_errors_;
 };
 
 std::string NvmlProbe::error_text(nvmlReturn_t rc) const {
@@ -194,6 +212,7 @@ ProbeStatus NvmlProbe::open() {
   }
   unsupported_.assign(devices_.size() * kCallCount, 0);
   if (devices_.empty()) return ProbeStatus::failure("no usable GPU: " + errors);
+  open_errors_ = std::move(errors);  // non-fatal: returned with the first sample
   return {};
 }
 
@@ -239,8 +258,7 @@ nvmlReturn_t NvmlProbe::query_process_bytes(nvmlDevice_t device, double& out) {
   return NVML_SUCCESS;
 }
 
-void NvmlProbe::note_failure(std::size_t device, Call call, nvmlReturn_t rc,
-                             std::string& errors) {
+void NvmlProbe::note_failure(std::size_t device, Call call, nvmlReturn_t rc, std::string& errors) {
   if (!errors.empty()) errors += "; ";
   errors += (call == kMemory && memory_v1_) ? "nvmlDeviceGetMemoryInfo" : kCallNames[call];
   errors += "(gpu" + std::to_string(device_indices_[device]) + "): " + error_text(rc);
@@ -253,8 +271,13 @@ void NvmlProbe::note_failure(std::size_t device, Call call, nvmlReturn_t rc,
 ProbeStatus NvmlProbe::sample(std::span<double> out) {
   for (double& v : out) v = kNaN;
   if (!initialized_ || devices_.empty()) return ProbeStatus::failure("nvml probe: not open");
-  std::lock_guard lock(mutex_);
-  std::string errors;
+  // Concurrent callers (sampler and step boundary) wait their turn, but not behind a call
+  // the driver never returns from: that would pile up the monitor's worker threads.
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (!lock.try_lock_for(kBusyWait))
+    return ProbeStatus::failure("nvml probe: an earlier sample() is still in the driver");
+  std::string errors = std::move(open_errors_);
+  open_errors_.clear();
   for (std::size_t d = 0; d < devices_.size(); ++d) {
     nvmlDevice_t device = devices_[d];
     double* v = out.data() + d * kFiguresPerDevice;

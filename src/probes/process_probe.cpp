@@ -15,6 +15,7 @@
 
 #include "genscope/probe.hpp"
 #include "probes/proc_file.hpp"
+#include "probes/procfs_probes.hpp"
 
 namespace genscope {
 namespace {
@@ -23,7 +24,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 class ProcessProbe final : public Probe {
  public:
-  ProcessProbe() { metrics_.push_back({"process.rss_bytes", Unit::kBytes, true}); }
+  explicit ProcessProbe(const detail::ProcessProbePaths& paths) : paths_(paths) {
+    metrics_.push_back({"process.rss_bytes", Unit::kBytes, true});
+  }
 
   std::string name() const override { return "process"; }
   const std::vector<MetricInfo>& metrics() const override { return metrics_; }
@@ -31,14 +34,13 @@ class ProcessProbe final : public Probe {
   ProbeStatus open() override {
     const long page = ::sysconf(_SC_PAGESIZE);
     page_size_bytes_ = page > 0 ? static_cast<double>(page) : 4096.0;
-    if (std::string error = statm_.open("/proc/self/statm", O_RDONLY); !error.empty())
+    if (std::string error = statm_.open(paths_.statm, O_RDONLY); !error.empty())
       return ProbeStatus::failure("process probe: " + error);
-    if (std::string error = status_.open("/proc/self/status", O_RDONLY); !error.empty())
+    if (std::string error = status_.open(paths_.status, O_RDONLY); !error.empty())
       return ProbeStatus::failure("process probe: " + error);
     // clear_refs may be missing or refused (old kernel, seccomp, read-only /proc): the
     // probe still works, only the peak reset does not.
-    if (std::string error = clear_refs_.open("/proc/self/clear_refs", O_WRONLY);
-        !error.empty()) {
+    if (std::string error = clear_refs_.open(paths_.clear_refs, O_WRONLY); !error.empty()) {
       reset_error_ = "VmHWM reset refused: " + error.substr(error.rfind(": ") + 2) +
                      "; peaks fall back to sampling";
       reset_refused_.store(true, std::memory_order_release);
@@ -51,9 +53,9 @@ class ProcessProbe final : public Probe {
     if (!statm_.is_open()) return ProbeStatus::failure("process probe: not open");
     char buffer[128];
     const long n = statm_.read_into(buffer, sizeof buffer);
-    if (n < 0) return ProbeStatus::failure("pread /proc/self/statm: " + detail::errno_text(-n));
+    if (n < 0) return failure("pread ", paths_.statm, ": " + detail::errno_text(-n));
     const auto pages = detail::parse_statm_resident_pages({buffer, static_cast<size_t>(n)});
-    if (!pages) return ProbeStatus::failure("/proc/self/statm: unexpected content");
+    if (!pages) return failure("", paths_.statm, ": unexpected content");
     out[0] = static_cast<double>(*pages) * page_size_bytes_;
     return {};
   }
@@ -66,10 +68,9 @@ class ProcessProbe final : public Probe {
     if (!status_.is_open()) return ProbeStatus::failure("process probe: not open");
     char buffer[4096];  // /proc/self/status is ~1.5 KiB; VmHWM sits in the first third
     const long n = status_.read_into(buffer, sizeof buffer);
-    if (n < 0)
-      return ProbeStatus::failure("pread /proc/self/status: " + detail::errno_text(-n));
+    if (n < 0) return failure("pread ", paths_.status, ": " + detail::errno_text(-n));
     const auto hwm = detail::parse_kb_field({buffer, static_cast<size_t>(n)}, "VmHWM");
-    if (!hwm) return ProbeStatus::failure("/proc/self/status: no VmHWM line");
+    if (!hwm) return failure("", paths_.status, ": no VmHWM line");
     out[0] = static_cast<double>(*hwm);
     return {};
   }
@@ -78,8 +79,8 @@ class ProcessProbe final : public Probe {
     if (reset_refused_.load(std::memory_order_acquire)) return ProbeStatus::failure(reset_error_);
     const int rc = clear_refs_.write_text("5");
     if (rc != 0) {
-      reset_error_ = "VmHWM reset refused: " + detail::errno_text(-rc) +
-                     "; peaks fall back to sampling";
+      reset_error_ =
+          "VmHWM reset refused: " + detail::errno_text(-rc) + "; peaks fall back to sampling";
       reset_refused_.store(true, std::memory_order_release);
       return ProbeStatus::failure(reset_error_);
     }
@@ -87,6 +88,11 @@ class ProcessProbe final : public Probe {
   }
 
  private:
+  static ProbeStatus failure(const char* before, const char* path, const std::string& after) {
+    return ProbeStatus::failure(before + std::string(path) + after);
+  }
+
+  detail::ProcessProbePaths paths_;
   std::vector<MetricInfo> metrics_;
   detail::ProcFile statm_;
   detail::ProcFile status_;
@@ -100,6 +106,12 @@ class ProcessProbe final : public Probe {
 
 }  // namespace
 
-std::unique_ptr<Probe> make_process_probe() { return std::make_unique<ProcessProbe>(); }
+std::unique_ptr<Probe> make_process_probe() {
+  return detail::make_process_probe(detail::ProcessProbePaths{});
+}
+
+std::unique_ptr<Probe> detail::make_process_probe(const ProcessProbePaths& paths) {
+  return std::make_unique<ProcessProbe>(paths);
+}
 
 }  // namespace genscope

@@ -28,6 +28,10 @@ std::string offset(double ns, const ConsoleStyle& s) {
   return ns < 0 ? std::string("time unknown") : "at " + format_duration(ns, s.plain);
 }
 
+bool is_headroom_metric(const std::string& name) {
+  return name.find("available") != std::string::npos || name.find("free") != std::string::npos;
+}
+
 bool is_constant_metric(const std::string& name) {
   return name.size() >= 12 && name.compare(name.size() - 12, 12, ".total_bytes") == 0;
 }
@@ -43,11 +47,14 @@ void render_metrics(std::string& out, const StepRecord& step, const ConsoleStyle
       any = true;
     }
     std::string line = in + "   " + detail::metric_label(m.name) + ": " +
-                       detail::format_value(m.before, m.unit) + " -> " +
-                       detail::format_value(m.peak, m.unit);
-    line += " (" + offset(static_cast<double>(m.peak_offset_ns), s) +
-            (m.peak_source.empty() ? "" : ", " + m.peak_source) + ")";
-    line += " -> " + detail::format_value(m.after, m.unit);
+                       detail::format_value(m.before, m.unit) + " -> ";
+    // A peak of free or available memory means nothing: show those as before -> after.
+    if (!is_headroom_metric(m.name)) {
+      line += detail::format_value(m.peak, m.unit) + " (" +
+              offset(static_cast<double>(m.peak_offset_ns), s) +
+              (m.peak_source.empty() ? "" : ", " + m.peak_source) + ") -> ";
+    }
+    line += detail::format_value(m.after, m.unit);
     if (!std::isnan(m.delta())) {
       line += "   change " + detail::format_value(m.delta(), m.unit, true);
       if (m.unit == Unit::kBytes && !std::isnan(m.delta_percent())) {
@@ -73,8 +80,9 @@ void render_efficiency(std::string& out, const StepRecord& step, const ConsoleSt
       }
     }
     const double c = m.cleanup_effectiveness();
+    // Cleanup is about what this process allocated: system-wide figures move with others.
     if (!std::isnan(c) && m.unit == Unit::kBytes && !is_constant_metric(m.name) &&
-        m.name.find("available") == std::string::npos && m.name.find("free") == std::string::npos) {
+        !is_headroom_metric(m.name) && m.name.rfind("system.", 0) != 0) {
       parts.push_back("cleanup " + fmt("%.0f%%", c * 100.0) + " of the " +
                       detail::metric_label(m.name) + " rise");
     }
@@ -137,7 +145,7 @@ void render_step(std::string& out, const Run& run, const StepRecord& step, int d
   const std::string in(static_cast<std::size_t>(depth) * 4 + 4, ' ');
   const std::string head(static_cast<std::size_t>(depth) * 4, ' ');
   out += head + "[" + std::to_string(step.id + 1) + "] " + s.status(step.status) + " " +
-         std::string(to_string(step.kind)) + " · " + step.name + "\n";
+         std::string(to_string(step.kind)) + s.mark(" · ", " - ") + step.name + "\n";
   out += in + s.mark("⏱️  ", "") + "Duration: " +
          format_duration(static_cast<double>(step.duration_ns), s.plain) + " (started at +" +
          format_duration(static_cast<double>(step.start_offset_ns), s.plain) + ")";
@@ -218,9 +226,7 @@ void render_summary(std::string& out, const Run& run, const ConsoleStyle& s) {
   for (const StepRecord& st : run.steps) {
     for (const MetricFigures& m : st.metrics) {
       if (m.unit != Unit::kBytes || is_constant_metric(m.name)) continue;
-      if (m.name.find("available") != std::string::npos || m.name.find("free") != std::string::npos) {
-        continue;
-      }
+      if (is_headroom_metric(m.name)) continue;
       if (std::find(seen.begin(), seen.end(), m.name) != seen.end()) continue;
       seen.push_back(m.name);
       const StepRecord* best = nullptr;
@@ -254,6 +260,12 @@ void render_summary(std::string& out, const Run& run, const ConsoleStyle& s) {
 }
 
 }  // namespace
+
+std::string render_attachment(const Attachment& attachment, const ConsoleOptions& options) {
+  std::string out;
+  detail::render_attachment(out, attachment, ConsoleStyle{options.plain}, "");
+  return out;
+}
 
 std::string render_console(const Run& run, const ConsoleOptions& options) {
   ConsoleStyle style{options.plain};

@@ -102,6 +102,10 @@ void render_json_fields(std::string& out, const nlohmann::json& j, const std::st
 
 void render_attachment(std::string& out, const Attachment& a, const ConsoleStyle& style,
                        const std::string& indent) {
+  if (a.type == "tensor" && a.data.is_object()) {
+    render_tensor_attachment(out, a, style, indent);
+    return;
+  }
   out += indent + style.mark("📎 ", "* ") + a.type + (a.name.empty() ? "" : " \"" + a.name + "\"") +
          "\n";
   if (a.data.is_object()) {

@@ -18,6 +18,10 @@ struct ConsoleStyle {
 void render_attachment(std::string& out, const Attachment& attachment, const ConsoleStyle& style,
                        const std::string& indent);
 
+/// Renders a "tensor" attachment (tensor_analysis_json layout).
+void render_tensor_attachment(std::string& out, const Attachment& attachment,
+                              const ConsoleStyle& style, const std::string& indent);
+
 /// A human label for a metric name ("process.rss_bytes" -> "RAM (process RSS)").
 std::string metric_label(const std::string& name);
 

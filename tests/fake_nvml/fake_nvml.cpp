@@ -16,8 +16,9 @@
 //   }]
 // }
 //
-// No scenario variable → nvmlInit_v2 returns DRIVER_NOT_LOADED; an unreadable or invalid
-// scenario → UNKNOWN (with the reason on stderr).
+// nvmlInit_v2/nvmlShutdown are reference-counted like NVML's. No scenario variable → nvmlInit_v2
+// returns DRIVER_NOT_LOADED; an unreadable or invalid scenario → UNKNOWN (with the reason on
+// stderr).
 #include <unistd.h>
 
 #include <chrono>
@@ -59,7 +60,7 @@ struct Scenario {
 
 std::mutex g_mutex;
 Scenario g_scenario;
-bool g_initialized = false;
+int g_init_count = 0;  // NVML counts nvmlInit_v2/nvmlShutdown pairs; so does the fake
 
 nvmlReturn_t load_scenario(Scenario& out) {
   const char* path = std::getenv("GENSCOPE_FAKE_NVML_SCENARIO");
@@ -118,7 +119,7 @@ nvmlReturn_t enter(const char* call) {
   nvmlReturn_t rc = NVML_SUCCESS;
   {
     std::lock_guard lock(g_mutex);
-    if (!g_initialized) return NVML_ERROR_UNINITIALIZED;
+    if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
     if (auto it = g_scenario.hangs_ms.find(call); it != g_scenario.hangs_ms.end())
       hang_ms = it->second;
     if (auto it = g_scenario.errors.find(call); it != g_scenario.errors.end()) rc = it->second;
@@ -151,43 +152,52 @@ unsigned long long next_used(FakeDevice& dev) {
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlInit_v2(void) {
   Scenario s;
-  {
-    std::lock_guard lock(g_mutex);
-    g_initialized = false;
-  }
   nvmlReturn_t rc = load_scenario(s);
   if (rc != NVML_SUCCESS) return rc;
   if (auto it = s.hangs_ms.find("nvmlInit_v2"); it != s.hangs_ms.end())
     std::this_thread::sleep_for(std::chrono::milliseconds(it->second));
   if (auto it = s.errors.find("nvmlInit_v2"); it != s.errors.end()) return it->second;
   std::lock_guard lock(g_mutex);
-  g_scenario = std::move(s);
-  g_initialized = true;
+  g_scenario = std::move(s);  // every init re-reads the scenario (tests switch files)
+  ++g_init_count;
   return NVML_SUCCESS;
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlShutdown(void) {
   std::lock_guard lock(g_mutex);
-  if (!g_initialized) return NVML_ERROR_UNINITIALIZED;
-  g_initialized = false;
+  if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  --g_init_count;
   return NVML_SUCCESS;
 }
 
 FAKE_NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t rc) {
   switch (rc) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
-    case NVML_ERROR_NOT_FOUND: return "Not Found";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case NVML_ERROR_TIMEOUT: return "Timeout";
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+      return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+      return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION:
+      return "Insufficient Permissions";
+    case NVML_ERROR_NOT_FOUND:
+      return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT:
+      return "Timeout";
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+      return "Function Not Found";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "GPU is lost";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+      return "Argument version mismatch";
+    default:
+      return "Unknown Error";
   }
 }
 
@@ -292,9 +302,12 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int ty
   std::lock_guard lock(g_mutex);
   FakeDevice* dev = device_of(device);
   if (!dev || !clock) return NVML_ERROR_INVALID_ARGUMENT;
-  if (type == NVML_CLOCK_SM) *clock = dev->sm_clock_mhz;
-  else if (type == NVML_CLOCK_MEM) *clock = dev->mem_clock_mhz;
-  else return NVML_ERROR_NOT_SUPPORTED;
+  if (type == NVML_CLOCK_SM)
+    *clock = dev->sm_clock_mhz;
+  else if (type == NVML_CLOCK_MEM)
+    *clock = dev->mem_clock_mhz;
+  else
+    return NVML_ERROR_NOT_SUPPORTED;
   return NVML_SUCCESS;
 }
 

@@ -54,8 +54,6 @@ TEST(Safetensors, RoundTripEveryDtype) {
   for (DType d : kAllDtypes) {
     const std::size_t n = 6 * dtype_size(d);
     payloads.push_back(pattern(n, static_cast<int>(d)));
-    const auto* p = &payloads.back();
-    (void)p;
   }
   for (std::size_t i = 0; i < std::size(kAllDtypes); ++i) {
     SafetensorsSource s;

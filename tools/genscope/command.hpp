@@ -14,6 +14,7 @@ struct CommandContext {
 
 void register_report_command(CLI::App& app, CommandContext& context);
 void register_probe_command(CLI::App& app, CommandContext& context);
+void register_tensor_command(CLI::App& app, CommandContext& context);
 /// `genscope demo`: the reference pipeline (tools/genscope/demo_command.cpp; needs
 /// genscope::torch, so only registered when GENSCOPE_HAVE_TORCH).
 void register_demo_command(CLI::App& app, CommandContext& context);

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   genscope::cli::CommandContext context;
   genscope::cli::register_report_command(app, context);
   genscope::cli::register_probe_command(app, context);
+  genscope::cli::register_tensor_command(app, context);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
