@@ -35,8 +35,8 @@ std::optional<ModelFamily> parse_family(std::string_view name) noexcept;
 
 /// One possible family and the evidence for it.
 struct FamilyCandidate {
-  ModelFamily family;
-  std::string reason;
+  ModelFamily family;  ///< The family.
+  std::string reason;  ///< The evidence, e.g. "context 77 x 2048 (...)".
 };
 
 /// What a conditioning tensor is.
@@ -69,25 +69,25 @@ struct SourceSize {
 
 /// One named pass/fail check with its reason.
 struct ValidationCheck {
-  std::string name;
-  bool passed = false;
-  std::string reason;
+  std::string name;     ///< "conditioning_width", "device", "dtype", "memory", "latent_size", ...
+  bool passed = false;  ///< The verdict.
+  std::string reason;   ///< Expected vs found.
 };
 
 /// What a latent tensor is.
 struct LatentClassification {
-  LatentLayout layout = LatentLayout::kUnknown;
-  std::int64_t batch = 0;
+  LatentLayout layout = LatentLayout::kUnknown;  ///< From the rank (and last dim for packed).
+  std::int64_t batch = 0;     ///< B.
   std::int64_t channels = 0;  ///< C (64 for packed tokens).
   std::int64_t frames = 0;    ///< Latent frames T (video only).
   std::int64_t height = 0;    ///< Latent h (image/video).
   std::int64_t width = 0;     ///< Latent w (image/video).
   std::int64_t tokens = 0;    ///< N (packed only).
-  std::vector<FamilyCandidate> candidates;
+  std::vector<FamilyCandidate> candidates;  ///< VAE families that fit; empty when none.
   double spatial_ratio = 0;   ///< (H*W)/(h*w); 0 when the source size is unknown.
   double temporal_ratio = 0;  ///< F/T; 0 when unknown or not video.
   std::vector<ValidationCheck> checks;  ///< "latent_size" per remaining candidate family.
-  std::vector<std::string> notes;
+  std::vector<std::string> notes;  ///< Layout problems, size mismatches, ratios.
   /// True when exactly one family remains.
   bool unique() const noexcept { return candidates.size() == 1; }
 };

@@ -15,7 +15,8 @@ namespace genscope {
 
 /// How compute_stats works.
 struct StatsOptions {
-  /// Compute the XXH3-64 hash of the raw bytes (a second, sequential pass for threaded runs).
+  /// Compute the XXH3-64 hash of the raw bytes (fused when single-threaded; threaded runs
+  /// hash concurrently on one more thread, as XXH3 is sequential).
   bool hash = true;
   /// Worker threads; 0 = std::thread::hardware_concurrency(). Each thread gets >= 4 MiB.
   unsigned threads = 0;

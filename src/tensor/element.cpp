@@ -154,17 +154,50 @@ Gatherer::Gatherer(const TensorView& view)
       index_(view.shape.size(), 0),
       remaining_(view.numel()) {}
 
+namespace {
+
+// Copies `count` elements of `Bytes` bytes spaced `stride` elements apart.
+template <std::size_t Bytes>
+void strided_copy(const std::uint8_t* src, std::int64_t stride, std::int64_t count,
+                  std::uint8_t* dst) noexcept {
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::memcpy(dst + i * Bytes, src + i * stride * static_cast<std::int64_t>(Bytes), Bytes);
+  }
+}
+
+}  // namespace
+
 std::int64_t Gatherer::next(void* out) {
   auto* dst = static_cast<std::uint8_t*>(out);
   std::int64_t n = 0;
   const std::size_t rank = shape_.size();
+  if (rank == 0) {  // a scalar: one element
+    if (remaining_ == 0) return 0;
+    std::memcpy(dst, base_, elem_bytes_);
+    remaining_ = 0;
+    return 1;
+  }
+  const std::size_t last = rank - 1;
   while (remaining_ > 0 && n < kBlockElements) {
-    std::memcpy(dst + n * elem_bytes_, base_ + offset_ * static_cast<std::int64_t>(elem_bytes_),
-                elem_bytes_);
-    ++n;
-    --remaining_;
-    // Advance the multi-index like an odometer, keeping offset_ in step.
-    for (std::size_t d = rank; d-- > 0;) {
+    // Copy along the innermost dimension in one typed loop, then advance the odometer.
+    const std::int64_t run = std::min({shape_[last] - index_[last], kBlockElements - n, remaining_});
+    const std::uint8_t* src = base_ + offset_ * static_cast<std::int64_t>(elem_bytes_);
+    std::uint8_t* to = dst + n * static_cast<std::int64_t>(elem_bytes_);
+    switch (elem_bytes_) {
+      case 1: strided_copy<1>(src, strides_[last], run, to); break;
+      case 2: strided_copy<2>(src, strides_[last], run, to); break;
+      case 4: strided_copy<4>(src, strides_[last], run, to); break;
+      default: strided_copy<8>(src, strides_[last], run, to); break;
+    }
+    n += run;
+    remaining_ -= run;
+    index_[last] += run;
+    offset_ += run * strides_[last];
+    if (index_[last] < shape_[last]) continue;
+    // Row finished: carry into the outer dimensions.
+    offset_ -= strides_[last] * shape_[last];
+    index_[last] = 0;
+    for (std::size_t d = last; d-- > 0;) {
       if (++index_[d] < shape_[d]) {
         offset_ += strides_[d];
         break;

@@ -46,18 +46,44 @@ HWY_INLINE bool VecBlockF32(const Load& load, std::int64_t nv, double shift, Mom
   const hn::ScalableTag<float> df;
   const hn::Repartition<double, decltype(df)> dd;
   const hn::Half<decltype(df)> dfh;
-  const hn::RebindToSigned<decltype(df)> di;
   const std::int64_t N = static_cast<std::int64_t>(hn::Lanes(df));
   auto s0 = hn::Zero(dd), s1 = hn::Zero(dd), q0 = hn::Zero(dd), q1 = hn::Zero(dd);
   auto vmin = hn::Set(df, HUGE_VALF), vmax = hn::Set(df, -HUGE_VALF);
-  auto vz = hn::Zero(di);
+  std::int64_t z = 0;
+  // Widen first, then shift: x - k in f32 would round (measured: 1e-8 relative errors).
   const auto k = hn::Set(dd, shift);
   const auto zero = hn::Zero(df);
-  for (std::int64_t i = 0; i < nv; i += N) {
+  auto s2 = hn::Zero(dd), s3 = hn::Zero(dd), q2 = hn::Zero(dd), q3 = hn::Zero(dd);
+  auto vmin2 = vmin, vmax2 = vmax;
+  std::int64_t i = 0;
+  // Two vectors per iteration: independent accumulator chains for more overlap.
+  for (; i + 2 * N <= nv; i += 2 * N) {
+    const auto x = load(df, i);
+    const auto y = load(df, i + N);
+    vmin = hn::Min(vmin, x);
+    vmax = hn::Max(vmax, x);
+    vmin2 = hn::Min(vmin2, y);
+    vmax2 = hn::Max(vmax2, y);
+    z += static_cast<std::int64_t>(hn::CountTrue(df, hn::Eq(x, zero)) +
+                                   hn::CountTrue(df, hn::Eq(y, zero)));
+    const auto lo = hn::Sub(hn::PromoteTo(dd, hn::LowerHalf(dfh, x)), k);
+    const auto hi = hn::Sub(hn::PromoteTo(dd, hn::UpperHalf(dfh, x)), k);
+    const auto lo2 = hn::Sub(hn::PromoteTo(dd, hn::LowerHalf(dfh, y)), k);
+    const auto hi2 = hn::Sub(hn::PromoteTo(dd, hn::UpperHalf(dfh, y)), k);
+    s0 = hn::Add(s0, lo);
+    s1 = hn::Add(s1, hi);
+    s2 = hn::Add(s2, lo2);
+    s3 = hn::Add(s3, hi2);
+    q0 = hn::MulAdd(lo, lo, q0);
+    q1 = hn::MulAdd(hi, hi, q1);
+    q2 = hn::MulAdd(lo2, lo2, q2);
+    q3 = hn::MulAdd(hi2, hi2, q3);
+  }
+  for (; i < nv; i += N) {
     const auto x = load(df, i);
     vmin = hn::Min(vmin, x);
     vmax = hn::Max(vmax, x);
-    vz = hn::Sub(vz, hn::BitCast(di, hn::VecFromMask(df, hn::Eq(x, zero))));
+    z += static_cast<std::int64_t>(hn::CountTrue(df, hn::Eq(x, zero)));
     const auto lo = hn::Sub(hn::PromoteTo(dd, hn::LowerHalf(dfh, x)), k);
     const auto hi = hn::Sub(hn::PromoteTo(dd, hn::UpperHalf(dfh, x)), k);
     s0 = hn::Add(s0, lo);
@@ -65,16 +91,20 @@ HWY_INLINE bool VecBlockF32(const Load& load, std::int64_t nv, double shift, Mom
     q0 = hn::MulAdd(lo, lo, q0);
     q1 = hn::MulAdd(hi, hi, q1);
   }
+  s0 = hn::Add(s0, s2);
+  s1 = hn::Add(s1, s3);
+  q0 = hn::Add(q0, q2);
+  q1 = hn::Add(q1, q3);
+  vmin = hn::Min(vmin, vmin2);
+  vmax = hn::Max(vmax, vmax2);
   HWY_ALIGN double ds[64];
   HWY_ALIGN double dq[64];
   HWY_ALIGN float fmin[64];
   HWY_ALIGN float fmax[64];
-  HWY_ALIGN std::int32_t iz[64];
   hn::Store(hn::Add(s0, s1), dd, ds);
   hn::Store(hn::Add(q0, q1), dd, dq);
   hn::Store(vmin, df, fmin);
   hn::Store(vmax, df, fmax);
-  hn::Store(vz, di, iz);
   double s = 0, q = 0;
   for (size_t l = 0; l < hn::Lanes(dd); ++l) {
     s += ds[l];
@@ -82,11 +112,9 @@ HWY_INLINE bool VecBlockF32(const Load& load, std::int64_t nv, double shift, Mom
   }
   if (!std::isfinite(s) || !std::isfinite(q)) return false;
   float mn = fmin[0], mx = fmax[0];
-  std::int64_t z = 0;
   for (std::int64_t l = 0; l < N; ++l) {
     mn = std::min(mn, fmin[l]);
     mx = std::max(mx, fmax[l]);
-    z += iz[l];
   }
   out = FromSums(nv, shift, s, q, mn, mx, z);
   return true;

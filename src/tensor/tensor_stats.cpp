@@ -6,11 +6,9 @@
 #include <thread>
 #include <vector>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include "genscope/error.hpp"
 #include "tensor/element.hpp"
+#include "tensor/hash.hpp"
 #include "tensor/moments.hpp"
 #include "tensor/validate.hpp"
 
@@ -20,7 +18,10 @@ namespace {
 // Elements per fused run on one thread: stats then hash while the run is still in cache.
 constexpr std::int64_t kFusedRunBytes = 256 << 10;
 
-detail::Moments contiguous_threaded(const TensorView& view, unsigned threads) {
+// Stats on `threads` workers; the sequential XXH3 pass (when wanted) runs concurrently on
+// one more thread, so the two reads overlap instead of adding up.
+detail::Moments contiguous_threaded(const TensorView& view, unsigned threads, bool hash,
+                                    std::uint64_t& hash_out) {
   const std::int64_t n = view.numel();
   // Chunk boundaries on block multiples keep the block decomposition thread-independent.
   const std::int64_t blocks = (n + detail::kBlockElements - 1) / detail::kBlockElements;
@@ -35,6 +36,11 @@ detail::Moments contiguous_threaded(const TensorView& view, unsigned threads) {
   };
   {
     std::vector<std::jthread> pool;
+    if (hash) {
+      pool.emplace_back([&] {
+        hash_out = detail::xxh3_64(view.data, static_cast<std::size_t>(view.nbytes()));
+      });
+    }
     for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
     work(0);
   }
@@ -62,32 +68,29 @@ TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
   if (view.is_contiguous()) {
     const unsigned threads = detail::plan_threads(out.bytes, options.threads);
     if (threads > 1) {
-      m = contiguous_threaded(view, threads);
-      if (options.hash) hash = XXH3_64bits(view.data, static_cast<std::size_t>(out.bytes));
+      m = contiguous_threaded(view, threads, options.hash, hash);
     } else {
-      XXH3_state_t state;
-      XXH3_64bits_reset(&state);
+      detail::Xxh3Stream stream;
       const std::int64_t run = std::max<std::int64_t>(
           detail::kBlockElements, kFusedRunBytes / static_cast<std::int64_t>(esize));
       const auto* base = static_cast<const std::uint8_t*>(view.data);
       for (std::int64_t b = 0; b < out.numel; b += run) {
         const std::int64_t n = std::min(run, out.numel - b);
         m.merge(detail::summarize_contiguous(base + b * esize, n, view.dtype));
-        if (options.hash) XXH3_64bits_update(&state, base + b * esize, n * esize);
+        if (options.hash) stream.update(base + b * esize, n * esize);
       }
-      if (options.hash) hash = XXH3_64bits_digest(&state);
+      if (options.hash) hash = stream.digest();
     }
   } else {
     // Strided: gather runs in logical order into a buffer, then the contiguous kernels.
     std::vector<std::uint8_t> buf(detail::kBlockElements * esize);
     detail::Gatherer gather(view);
-    XXH3_state_t state;
-    XXH3_64bits_reset(&state);
+    detail::Xxh3Stream stream;
     for (std::int64_t n; (n = gather.next(buf.data())) > 0;) {
       m.merge(detail::summarize_contiguous(buf.data(), n, view.dtype));
-      if (options.hash) XXH3_64bits_update(&state, buf.data(), n * esize);
+      if (options.hash) stream.update(buf.data(), n * esize);
     }
-    if (options.hash) hash = XXH3_64bits_digest(&state);
+    if (options.hash) hash = stream.digest();
   }
   out.hashed = options.hash;
   out.hash = options.hash ? hash : 0;

@@ -4,10 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include "genscope/tensor_stats.hpp"
+#include "tensor/hash.hpp"
 
 namespace genscope {
 namespace {
@@ -78,7 +76,7 @@ bool is_symbol(std::int32_t cp) {
 TextAnalysis analyze_text(std::string_view text, const TextOptions& options) {
   TextAnalysis t;
   t.bytes = static_cast<std::int64_t>(text.size());
-  t.hash = hash_hex(XXH3_64bits(text.data(), text.size()));
+  t.hash = hash_hex(detail::xxh3_64(text.data(), text.size()));
   bool in_word = false;
   for (std::size_t i = 0; i < text.size();) {
     const std::int32_t cp = decode_utf8(text, i);

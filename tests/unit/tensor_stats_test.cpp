@@ -161,6 +161,32 @@ TEST_F(TensorStatsTest, StridedViewMatchesTransposedCopy) {
   EXPECT_NE(s.hash, XXH3_64bits(src.data(), src.size()));
 }
 
+TEST(TensorStats, NegativeAndSlicedStridesGatherInLogicalOrder) {
+  std::vector<std::uint16_t> v(10007);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint16_t>((i * 7919) % 65521);
+  const std::vector<std::uint16_t> rev(v.rbegin(), v.rend());
+  TensorView flipped{.data = &v.back(), .shape = {10007}, .strides = {-1}, .dtype = DType::kU16};
+  TensorView copy{.data = rev.data(), .shape = {10007}, .dtype = DType::kU16};
+  const TensorStats a = compute_stats(flipped);
+  const TensorStats b = compute_stats(copy);
+  EXPECT_EQ(a.hash, b.hash);
+  EXPECT_EQ(a.min, b.min);
+  EXPECT_EQ(a.max, b.max);
+  EXPECT_EQ(a.zero_count, b.zero_count);
+  EXPECT_NEAR(a.mean, b.mean, 1e-9 * b.mean);
+  // Every other column of a (100, 100) matrix: inner stride 2, outer stride 100.
+  std::vector<float> m(100 * 100);
+  std::vector<float> cols;
+  for (int i = 0; i < 100 * 100; ++i) m[i] = static_cast<float>(i % 37) - 18.0f;
+  for (int r = 0; r < 100; ++r) {
+    for (int c = 0; c < 100; c += 2) cols.push_back(m[r * 100 + c]);
+  }
+  TensorView sliced{.data = m.data(), .shape = {100, 50}, .strides = {100, 2}};
+  TensorView dense{.data = cols.data(), .shape = {100, 50}};
+  EXPECT_EQ(compute_stats(sliced).hash, compute_stats(dense).hash);
+  EXPECT_DOUBLE_EQ(compute_stats(sliced).std, compute_stats(dense).std);
+}
+
 TEST(TensorStats, EmptyTensorHashIsXxh3OfNothing) {
   TensorView v{.data = nullptr, .shape = {0, 4}, .dtype = DType::kF16};
   const TensorStats s = compute_stats(v);
