@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "genscope/safetensors.hpp"
@@ -110,8 +111,10 @@ class LoraFile {
 
  private:
   LoraFile(std::filesystem::path path, SafetensorsFile file);
+  const SafetensorsEntry& entry(const std::string& key) const;
   std::filesystem::path path_;
   SafetensorsFile file_;
+  std::unordered_map<std::string_view, const SafetensorsEntry*> by_name_;  ///< Hashed lookup.
   std::vector<LoraModule> modules_;
   std::vector<std::string> unknown_keys_;
   ModelArch arch_ = ModelArch::kUnknown;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "genscope/lora.hpp"
+#include "lora/key_map_builder.hpp"
 
 namespace genscope {
 namespace {
@@ -20,13 +21,16 @@ std::string dots_to_underscores(std::string s) {
   return s;
 }
 
-// Sorted key list answering "is there a key with this prefix" in O(log n).
+// Sorted views of the key list answering "is there a key with this prefix" in O(log n)
+// without copying the keys.
 class KeyIndex {
  public:
-  explicit KeyIndex(const std::vector<std::string>& keys) : keys_(keys.begin(), keys.end()) {}
-  bool has(const std::string& key) const { return keys_.count(key) > 0; }
-  bool has_prefix(const std::string& prefix) const {
-    auto it = keys_.lower_bound(prefix);
+  explicit KeyIndex(const std::vector<std::string>& keys) : keys_(keys.begin(), keys.end()) {
+    std::sort(keys_.begin(), keys_.end());
+  }
+  bool has(std::string_view key) const { return std::binary_search(keys_.begin(), keys_.end(), key); }
+  bool has_prefix(std::string_view prefix) const {
+    auto it = std::lower_bound(keys_.begin(), keys_.end(), prefix);
     return it != keys_.end() && starts_with(*it, prefix);
   }
   // Count of consecutive indices i with a key starting with base + i + ".".
@@ -37,7 +41,7 @@ class KeyIndex {
   }
 
  private:
-  std::set<std::string, std::less<>> keys_;
+  std::vector<std::string_view> keys_;
 };
 
 constexpr std::array<std::string_view, 6> kUnetMapAttentions{
@@ -128,8 +132,7 @@ std::optional<LoraKeyTarget> clip_target(const ClipTower& t, const KeyIndex& idx
   return target;
 }
 
-void add_clip_keys(const std::vector<std::string>& keys, const KeyIndex& idx,
-                   std::map<std::string, LoraKeyTarget>& map) {
+void add_clip_keys(const std::vector<std::string>& keys, const KeyIndex& idx, const KeyMapSink& emit) {
   // Towers in ComfyUI's order of roles: the first is clip_l (or SD2's clip_h), the second
   // clip_g. A lone OpenCLIP-bigG tower (SDXL refiner) takes the clip_l names.
   std::vector<ClipTower> towers;
@@ -168,12 +171,12 @@ void add_clip_keys(const std::vector<std::string>& keys, const KeyIndex& idx,
         const std::string layer = "_text_model_encoder_layers_" + std::to_string(b) + "_" + std::string(lora_c);
         const std::string hf = ".text_model.encoder.layers." + std::to_string(b) + "." + std::string(c);
         if (as_second) {
-          map["lora_te2" + layer] = *target;
-          map["text_encoder_2" + hf] = *target;
+          emit("lora_te2" + layer, *target);
+          emit("text_encoder_2" + hf, *target);
         } else {
-          map["lora_te" + layer] = *target;
-          map["lora_te1" + layer] = *target;
-          map["text_encoder" + hf] = *target;
+          emit("lora_te" + layer, *target);
+          emit("lora_te1" + layer, *target);
+          emit("text_encoder" + hf, *target);
         }
       }
     }
@@ -183,7 +186,7 @@ void add_clip_keys(const std::vector<std::string>& keys, const KeyIndex& idx,
     for (std::string_view p : {"text_encoders.t5xxl.transformer.", "t5xxl.transformer."}) {
       if (starts_with(k, p) && k.ends_with(".weight")) {
         const std::string rest = k.substr(p.size(), k.size() - p.size() - 7);
-        map["lora_te3_" + dots_to_underscores(rest)] = {k, 0, 1};
+        emit("lora_te3_" + dots_to_underscores(rest), {k, 0, 1});
       }
     }
   }
@@ -388,6 +391,13 @@ ModelArch detect_lora_arch(const std::vector<std::string>& names, std::string* e
 
 std::map<std::string, LoraKeyTarget> lora_key_map(const std::vector<std::string>& model_keys) {
   std::map<std::string, LoraKeyTarget> map;
+  build_lora_key_map(model_keys, [&map](std::string name, const LoraKeyTarget& target) {
+    map[std::move(name)] = target;
+  });
+  return map;
+}
+
+void build_lora_key_map(const std::vector<std::string>& model_keys, const KeyMapSink& emit) {
   const KeyIndex idx(model_keys);
   const ModelArch arch = detect_model_arch(model_keys);
   // Generic names from the base's own UNet/transformer keys.
@@ -404,15 +414,15 @@ std::map<std::string, LoraKeyTarget> lora_key_map(const std::vector<std::string>
     for (const std::string& k : model_keys) {
       if (!starts_with(k, unet_prefix) || !k.ends_with(".weight")) continue;
       const std::string rest = k.substr(unet_prefix.size(), k.size() - unet_prefix.size() - 7);
-      map["lora_unet_" + dots_to_underscores(rest)] = {k, 0, 1};
-      map[k.substr(0, k.size() - 7)] = {k, 0, 1};
-      map["diffusion_model." + rest] = {k, 0, 1};
+      emit("lora_unet_" + dots_to_underscores(rest), {k, 0, 1});
+      emit(k.substr(0, k.size() - 7), {k, 0, 1});
+      emit("diffusion_model." + rest, {k, 0, 1});
       if (transformer || unet_prefix == "transformer.") {
-        map["transformer." + rest] = {k, 0, 1};
-        map["lora_transformer_" + dots_to_underscores(rest)] = {k, 0, 1};
-        map["lycoris_" + dots_to_underscores(rest)] = {k, 0, 1};
+        emit("transformer." + rest, {k, 0, 1});
+        emit("lora_transformer_" + dots_to_underscores(rest), {k, 0, 1});
+        emit("lycoris_" + dots_to_underscores(rest), {k, 0, 1});
       }
-      if (unet_prefix == "unet.") map["lycoris_" + dots_to_underscores(rest)] = {k, 0, 1};
+      if (unet_prefix == "unet.") emit("lycoris_" + dots_to_underscores(rest), {k, 0, 1});
     }
   }
   // UNet models: the other naming of every weight, generated from the block structure.
@@ -426,21 +436,20 @@ std::map<std::string, LoraKeyTarget> lora_key_map(const std::vector<std::string>
       // The model key this weight has in the base's own naming.
       const std::string model_key = unet_prefix + (ldm_base ? l : d);
       const LoraKeyTarget target{model_key, 0, 1};
-      map["lora_unet_" + dots_to_underscores(d_mod)] = target;
-      map["lora_unet_" + dots_to_underscores(l_mod)] = target;
-      map["lycoris_" + dots_to_underscores(d_mod)] = target;
+      emit("lora_unet_" + dots_to_underscores(d_mod), target);
+      emit("lora_unet_" + dots_to_underscores(l_mod), target);
+      emit("lycoris_" + dots_to_underscores(d_mod), target);
       std::string proc = d_mod;
       for (std::size_t pos = proc.find(".to_"); pos != std::string::npos; pos = proc.find(".to_", pos + 14)) {
         proc.replace(pos, 4, ".processor.to_");
       }
       if (proc.ends_with(".to_out.0")) proc.resize(proc.size() - 2);
-      map[proc] = target;
-      map["unet." + proc] = target;
-      map["unet." + d_mod] = target;
+      emit(proc, target);
+      emit("unet." + proc, target);
+      emit("unet." + d_mod, target);
     }
   }
-  add_clip_keys(model_keys, idx, map);
-  return map;
+  add_clip_keys(model_keys, idx, emit);
 }
 
 }  // namespace genscope

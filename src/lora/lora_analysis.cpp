@@ -28,12 +28,6 @@ double frobenius(const std::vector<float>& v) {
   return std::sqrt(s);
 }
 
-const SafetensorsEntry& entry_of(const SafetensorsFile& file, const LoraModule& m,
-                                 const std::string& role) {
-  const SafetensorsEntry* e = file.find(m.tensors.at(role));
-  return *e;  // grouping only records keys present in the file
-}
-
 }  // namespace
 
 double lora_delta_norm(const float* up, const float* down, std::int64_t m, std::int64_t r,
@@ -62,7 +56,13 @@ double lora_delta_norm(const float* up, const float* down, std::int64_t m, std::
 }
 
 LoraFile::LoraFile(std::filesystem::path path, SafetensorsFile file)
-    : path_(std::move(path)), file_(std::move(file)) {}
+    : path_(std::move(path)), file_(std::move(file)) {
+  by_name_.reserve(file_.entries().size());
+  for (const SafetensorsEntry& e : file_.entries()) by_name_.emplace(e.name, &e);
+}
+
+// Grouping only records keys present in the file, so the lookup cannot fail.
+const SafetensorsEntry& LoraFile::entry(const std::string& key) const { return *by_name_.at(key); }
 
 const LoraModule* LoraFile::module(std::string_view name) const noexcept {
   const auto it = std::lower_bound(modules_.begin(), modules_.end(), name,
@@ -72,7 +72,7 @@ const LoraModule* LoraFile::module(std::string_view name) const noexcept {
 
 void LoraFile::validate(const LoraModule& m) const {
   const auto has = [&m](const char* role) { return m.tensors.count(role) > 0; };
-  const auto shape = [&](const char* role) { return entry_of(file_, m, role).shape; };
+  const auto shape = [&](const char* role) { return entry(m.tensors.at(role)).shape; };
   switch (m.type) {
     case LoraModuleType::kLora: {
       if (!has("up") || !has("down")) {
@@ -83,9 +83,10 @@ void LoraFile::validate(const LoraModule& m) const {
       if (up.size() < 2 || down.size() < 2) {
         throw Error("LoraRankMismatch", "LoRA module '" + m.name + "': up/down are not matrices");
       }
-      const std::int64_t up_rank = has("mid") ? shape("mid")[0] : up[1];
-      const std::int64_t inner = has("mid") ? shape("mid")[1] : down[0];
-      if (up[1] != up_rank || inner != down[0] || cols(up) != up[1]) {
+      // up: out × r (× 1 × 1); with a Tucker mid (r × r × k × k) between up and down.
+      const std::int64_t up_rank = has("mid") ? shape("mid")[0] : down[0];
+      const std::int64_t down_rank = has("mid") ? shape("mid")[1] : up[1];
+      if (up[1] != up_rank || down_rank != down[0] || cols(up) != up[1]) {
         throw Error("LoraRankMismatch", "LoRA module '" + m.name + "': up has rank " +
                                             std::to_string(up[1]) + ", down has rank " +
                                             std::to_string(down[0]));
@@ -120,7 +121,7 @@ void LoraFile::validate(const LoraModule& m) const {
   }
   for (const auto& [role, key] : m.tensors) {
     if (role == "alpha") continue;
-    const SafetensorsEntry* e = file_.find(key);
+    const SafetensorsEntry* e = &entry(key);
     if (!dtype_is_float(e->dtype) || !detail::convertible(e->dtype)) continue;
     const auto v = tensor_to_f32(file_, *e);
     for (std::size_t i = 0; i < v.size(); ++i) {
@@ -140,8 +141,8 @@ std::vector<float> LoraFile::delta(const LoraModule& m) const {
 
 void LoraFile::add_delta(const LoraModule& m, double coefficient, std::span<float> out) const {
   validate(m);
-  const auto get = [&](const char* role) { return tensor_to_f32(file_, entry_of(file_, m, role)); };
-  const auto shape = [&](const char* role) { return entry_of(file_, m, role).shape; };
+  const auto get = [&](const char* role) { return tensor_to_f32(file_, entry(m.tensors.at(role))); };
+  const auto shape = [&](const char* role) { return entry(m.tensors.at(role)).shape; };
   if (m.delta_shape.empty() || out.size() != static_cast<std::size_t>(numel(m.delta_shape))) {
     throw Error("LoraShapeMismatch", "module '" + m.name + "': delta has " +
                                          std::to_string(numel(m.delta_shape)) + " elements, weight has " +
@@ -225,15 +226,15 @@ std::shared_ptr<const LoraFile> LoraFile::open(const std::filesystem::path& path
   for (LoraModule& m : lora->modules_) {
     names.push_back(m.name);
     const auto has = [&m](const char* role) { return m.tensors.count(role) > 0; };
-    const auto shape = [&](const char* role) { return entry_of(lora->file_, m, role).shape; };
+    const auto shape = [&](const char* role) { return lora->entry(m.tensors.at(role)).shape; };
     for (const auto& [role, key] : m.tensors) {
-      const SafetensorsEntry& e = entry_of(lora->file_, m, role);
+      const SafetensorsEntry& e = lora->entry(m.tensors.at(role));
       m.bytes += e.nbytes();
       if (role != "alpha") m.parameter_count += numel(e.shape);
     }
     if (has("alpha")) {
       try {
-        m.alpha = detail::scalar_value(lora->file_, entry_of(lora->file_, m, "alpha"));
+        m.alpha = detail::scalar_value(lora->file_, lora->entry(m.tensors.at("alpha")));
       } catch (const Error&) {
       }
     }
@@ -288,8 +289,8 @@ std::shared_ptr<const LoraFile> LoraFile::open(const std::filesystem::path& path
         case LoraModuleType::kLora:
           if (!has("mid")) {
             lora->validate(m);
-            const auto up = tensor_to_f32(lora->file_, entry_of(lora->file_, m, "up"));
-            const auto down = tensor_to_f32(lora->file_, entry_of(lora->file_, m, "down"));
+            const auto up = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("up")));
+            const auto down = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("down")));
             m.delta_norm = m.scale * lora_delta_norm(up.data(), down.data(), shape("up")[0],
                                                      shape("down")[0], cols(shape("down")));
           } else {
@@ -301,17 +302,17 @@ std::shared_ptr<const LoraFile> LoraFile::open(const std::filesystem::path& path
           lora->validate(m);
           double n1 = 0, n2 = 0;
           if (has("lokr_w1")) {
-            n1 = frobenius(tensor_to_f32(lora->file_, entry_of(lora->file_, m, "lokr_w1")));
+            n1 = frobenius(tensor_to_f32(lora->file_, lora->entry(m.tensors.at("lokr_w1"))));
           } else {
-            const auto a = tensor_to_f32(lora->file_, entry_of(lora->file_, m, "lokr_w1_a"));
-            const auto b = tensor_to_f32(lora->file_, entry_of(lora->file_, m, "lokr_w1_b"));
+            const auto a = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("lokr_w1_a")));
+            const auto b = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("lokr_w1_b")));
             n1 = lora_delta_norm(a.data(), b.data(), shape("lokr_w1_a")[0], shape("lokr_w1_b")[0], cols(shape("lokr_w1_b")));
           }
           if (has("lokr_w2")) {
-            n2 = frobenius(tensor_to_f32(lora->file_, entry_of(lora->file_, m, "lokr_w2")));
+            n2 = frobenius(tensor_to_f32(lora->file_, lora->entry(m.tensors.at("lokr_w2"))));
           } else {
-            const auto a = tensor_to_f32(lora->file_, entry_of(lora->file_, m, "lokr_w2_a"));
-            const auto b = tensor_to_f32(lora->file_, entry_of(lora->file_, m, "lokr_w2_b"));
+            const auto a = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("lokr_w2_a")));
+            const auto b = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("lokr_w2_b")));
             n2 = lora_delta_norm(a.data(), b.data(), shape("lokr_w2_a")[0], shape("lokr_w2_b")[0], cols(shape("lokr_w2_b")));
           }
           m.delta_norm = m.scale * n1 * n2;

@@ -4,7 +4,10 @@
 #include <set>
 #include <string>
 
+#include <unordered_map>
+
 #include "genscope/lora.hpp"
+#include "lora/key_map_builder.hpp"
 
 namespace genscope {
 namespace {
@@ -46,7 +49,16 @@ LoraFit fit_lora(const LoraFile& lora, const SafetensorsFile& base) {
   fit.base_keys = keys.size();
   fit.base_arch = detect_model_arch(keys);
   fit.lora_arch = lora.arch();
-  const auto map = lora_key_map(keys);
+  // Only the names this LoRA uses are kept from the (large) stream of candidate names.
+  std::unordered_map<std::string_view, const LoraModule*> wanted;
+  wanted.reserve(lora.modules().size() * 2);
+  for (const LoraModule& m : lora.modules()) wanted.emplace(m.name, &m);
+  std::unordered_map<std::string_view, LoraKeyTarget> map;
+  map.reserve(lora.modules().size() * 2);
+  build_lora_key_map(keys, [&](std::string name, const LoraKeyTarget& target) {
+    const auto w = wanted.find(name);
+    if (w != wanted.end()) map[w->first] = target;
+  });
   std::set<std::string> patched;
   for (const LoraModule& m : lora.modules()) {
     const auto it = map.find(m.name);

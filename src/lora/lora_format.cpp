@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <string>
+#include <unordered_map>
 
 #include "genscope/lora.hpp"
 
@@ -140,7 +141,9 @@ std::string_view model_arch_name(ModelArch arch) noexcept {
 
 std::vector<LoraModule> group_lora_keys(const std::vector<std::string>& keys,
                                         std::vector<std::string>* unknown_keys) {
-  std::map<std::string, LoraModule> modules;
+  std::vector<LoraModule> out;
+  std::unordered_map<std::string, std::size_t> index;
+  index.reserve(keys.size());
   for (const std::string& key : keys) {
     const SuffixRule* rule = nullptr;
     for (const SuffixRule& r : kRules) {
@@ -153,16 +156,19 @@ std::vector<LoraModule> group_lora_keys(const std::vector<std::string>& keys,
       if (unknown_keys != nullptr) unknown_keys->push_back(key);
       continue;
     }
-    const std::string name = key.substr(0, key.size() - rule->suffix.size());
-    LoraModule& m = modules[name];
-    m.name = name;
+    std::string name = key.substr(0, key.size() - rule->suffix.size());
+    const auto [it, inserted] = index.try_emplace(name, out.size());
+    if (inserted) {
+      out.emplace_back();
+      out.back().name = std::move(name);
+    }
+    LoraModule& m = out[it->second];
     m.tensors[std::string(rule->role)] = key;
     if (rule->role == "up" || rule->role == "down") m.naming = rule->naming;
     if (rule->naming == LoraNaming::kPeft && rule->role == "dora_scale") m.naming = rule->naming;
   }
-  std::vector<LoraModule> out;
-  out.reserve(modules.size());
-  for (auto& [name, m] : modules) {
+  std::sort(out.begin(), out.end(), [](const LoraModule& a, const LoraModule& b) { return a.name < b.name; });
+  for (LoraModule& m : out) {
     const auto has = [&m](std::string_view role) { return m.tensors.count(std::string(role)) > 0; };
     bool hada = false, lokr = false;
     for (const auto& [role, key] : m.tensors) {
@@ -187,8 +193,7 @@ std::vector<LoraModule> group_lora_keys(const std::vector<std::string>& keys,
       m.type = LoraModuleType::kLora;  // alpha/dora_scale alone: a LoRA missing both halves
     }
     m.dora = has("dora_scale");
-    m.target = target_of(name);
-    out.push_back(std::move(m));
+    m.target = target_of(m.name);
   }
   return out;
 }

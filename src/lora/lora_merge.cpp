@@ -1,15 +1,44 @@
 // Streaming merge: W <- W + strength·scale·dW per matched weight, in float32, cast back to
 // W's dtype, written through write_safetensors (atomic). Everything that can make the merge
 // wrong is checked before the first byte is written.
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "genscope/error.hpp"
 #include "genscope/lora.hpp"
 #include "genscope/model_patcher.hpp"
+#include "lora/merge_kernel.hpp"
 #include "model/float_convert.hpp"
 
 namespace genscope {
+namespace {
+
+// The fused path handles the common case: every patch on the weight is a plain up·down LoRA
+// on the whole weight with strength_model 1. Anything else takes patch_weight().
+std::shared_ptr<const std::vector<detail::PreparedLora>> prepare_plain(const std::vector<PatchEntry>& entries,
+                                                                       const SafetensorsEntry& weight) {
+  auto out = std::make_shared<std::vector<detail::PreparedLora>>();
+  for (const PatchEntry& p : entries) {
+    const LoraModule* m = p.patch.lora->module(p.patch.module);
+    if (m == nullptr || m->type != LoraModuleType::kLora || m->tensors.count("mid") != 0 ||
+        p.patch.target.chunks != 1 || p.strength_model != 1.0 || weight.shape.empty() ||
+        m->delta_shape.empty() || m->delta_shape[0] != weight.shape[0]) {
+      return nullptr;
+    }
+    const SafetensorsFile& f = p.patch.lora->file();
+    detail::PreparedLora prepared;
+    prepared.up = detail::tensor_to_f32(f, *f.find(m->tensors.at("up")));
+    prepared.down = detail::tensor_to_f32(f, *f.find(m->tensors.at("down")));
+    prepared.rank = m->rank;
+    prepared.coefficient = static_cast<float>(p.strength_patch * m->scale);
+    out->push_back(std::move(prepared));
+  }
+  return out;
+}
+
+}  // namespace
 
 LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::filesystem::path& lora_path,
                            const std::filesystem::path& out, double strength) {
@@ -19,7 +48,13 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
   result.fit = fit_lora(*lora, base);
   const LoraFit& fit = result.fit;
   if (fit.architecture_mismatch) throw Error("LoraArchitectureMismatch", fit.verdict);
-  for (const auto& [name, target] : fit.matched) lora->validate(*lora->module(name));
+  for (const auto& [name, target] : fit.matched) {
+    const LoraModule& m = *lora->module(name);
+    lora->validate(m);
+    // DoRA rescales each output row by magnitude / ||W + dW||: not implemented, so refuse
+    // rather than write a plain-LoRA result that differs from what the trainer meant.
+    if (m.dora) throw Error("LoraUnsupported", "LoRA module '" + name + "' is DoRA (magnitude vector); merging DoRA is not supported");
+  }
   if (!fit.shape_mismatches.empty()) {
     throw Error("LoraShapeMismatch", "LoRA module " + fit.shape_mismatches.front() +
                                          (fit.shape_mismatches.size() > 1
@@ -54,6 +89,12 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
     const SafetensorsEntry* entry = &e;
     if (patcher.patches().count(e.name) == 0) {
       s.fill = [&base, entry](std::span<std::byte> dst) { std::memcpy(dst.data(), base.bytes(*entry).data(), dst.size()); };
+    } else if (auto prepared = prepare_plain(patcher.patches().at(e.name), e)) {
+      s.fill = [&base, entry, prepared](std::span<std::byte> dst) {
+        const std::int64_t rows = entry->shape.empty() ? 1 : entry->shape[0];
+        const std::int64_t cols = static_cast<std::int64_t>(entry->nbytes() / dtype_size(entry->dtype)) / std::max<std::int64_t>(rows, 1);
+        detail::merge_rows(base.bytes(*entry).data(), dst.data(), entry->dtype, rows, cols, *prepared);
+      };
     } else {
       s.fill = [&base, &patcher, entry](std::span<std::byte> dst) {
         std::vector<float> w = detail::tensor_to_f32(base, *entry);

@@ -1,14 +1,18 @@
 // Element conversion between stored dtypes and float32.
 #include "model/float_convert.hpp"
 
+#include <cstdint>
 #include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <string>
 
 #include "genscope/error.hpp"
 
 namespace genscope::detail {
 
-float half_to_float(std::uint16_t h) noexcept {
+float f16_to_f32(std::uint16_t h) noexcept {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
   std::uint32_t exp = (h >> 10) & 0x1fu;
   std::uint32_t mant = h & 0x3ffu;
@@ -29,7 +33,7 @@ float half_to_float(std::uint16_t h) noexcept {
   return out;
 }
 
-std::uint16_t float_to_half(float value) noexcept {
+std::uint16_t f32_to_f16(float value) noexcept {
   std::uint32_t x;
   std::memcpy(&x, &value, 4);
   const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
@@ -51,7 +55,7 @@ std::uint16_t float_to_half(float value) noexcept {
   return sign | static_cast<std::uint16_t>(r >> 13);
 }
 
-std::uint16_t float_to_bf16(float value) noexcept {
+std::uint16_t f32_to_bf16(float value) noexcept {
   std::uint32_t x;
   std::memcpy(&x, &value, 4);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
@@ -64,6 +68,42 @@ bool convertible(DType dtype) noexcept {
 }
 
 namespace {
+
+// Hardware half conversions (F16C) where the CPU has them, checked once at run time; else
+// the portable bit manipulation above. Both round to nearest even.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define GENSCOPE_F16C 1
+__attribute__((target("avx,f16c"))) void half_to_float_f16c(const std::byte* src, float* dst,
+                                                             std::size_t n) noexcept {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) {
+    std::uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    dst[i] = f16_to_f32(h);
+  }
+}
+__attribute__((target("avx,f16c"))) void float_to_half_f16c(const float* src, std::byte* dst,
+                                                             std::size_t n) noexcept {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 2 * i), h);
+  }
+  for (; i < n; ++i) {
+    const std::uint16_t h = f32_to_f16(src[i]);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+bool have_f16c() noexcept {
+  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return yes;
+}
+#endif
+
 template <class T>
 void cast_loop(const std::byte* src, std::size_t first, std::size_t count, float* dst) noexcept {
   const std::byte* p = src + first * sizeof(T);
@@ -81,10 +121,16 @@ void convert_to_f32(const std::byte* src, DType dtype, std::size_t first, std::s
     case DType::kF32: std::memcpy(dst, src + first * 4, count * 4); return;
     case DType::kF16: {
       const std::byte* p = src + first * 2;
+#ifdef GENSCOPE_F16C
+      if (have_f16c()) {
+        half_to_float_f16c(p, dst, count);
+        return;
+      }
+#endif
       for (std::size_t i = 0; i < count; ++i) {
         std::uint16_t h;
         std::memcpy(&h, p + 2 * i, 2);
-        dst[i] = half_to_float(h);
+        dst[i] = f16_to_f32(h);
       }
       return;
     }
@@ -93,7 +139,7 @@ void convert_to_f32(const std::byte* src, DType dtype, std::size_t first, std::s
       for (std::size_t i = 0; i < count; ++i) {
         std::uint16_t h;
         std::memcpy(&h, p + 2 * i, 2);
-        dst[i] = bf16_to_float(h);
+        dst[i] = bf16_to_f32(h);
       }
       return;
     }
@@ -117,14 +163,20 @@ void convert_from_f32(const float* src, std::size_t count, DType dtype, std::byt
   switch (dtype) {
     case DType::kF32: std::memcpy(dst, src, count * 4); return;
     case DType::kF16:
+#ifdef GENSCOPE_F16C
+      if (have_f16c()) {
+        float_to_half_f16c(src, dst, count);
+        return;
+      }
+#endif
       for (std::size_t i = 0; i < count; ++i) {
-        const std::uint16_t h = float_to_half(src[i]);
+        const std::uint16_t h = f32_to_f16(src[i]);
         std::memcpy(dst + 2 * i, &h, 2);
       }
       return;
     case DType::kBF16:
       for (std::size_t i = 0; i < count; ++i) {
-        const std::uint16_t h = float_to_bf16(src[i]);
+        const std::uint16_t h = f32_to_bf16(src[i]);
         std::memcpy(dst + 2 * i, &h, 2);
       }
       return;

@@ -12,18 +12,18 @@
 namespace genscope::detail {
 
 /// IEEE half -> float.
-float half_to_float(std::uint16_t bits) noexcept;
+float f16_to_f32(std::uint16_t bits) noexcept;
 /// float -> IEEE half, round to nearest even.
-std::uint16_t float_to_half(float value) noexcept;
+std::uint16_t f32_to_f16(float value) noexcept;
 /// bfloat16 -> float.
-inline float bf16_to_float(std::uint16_t bits) noexcept {
+inline float bf16_to_f32(std::uint16_t bits) noexcept {
   std::uint32_t u = static_cast<std::uint32_t>(bits) << 16;
   float f;
   __builtin_memcpy(&f, &u, 4);
   return f;
 }
 /// float -> bfloat16, round to nearest even (NaN stays NaN).
-std::uint16_t float_to_bf16(float value) noexcept;
+std::uint16_t f32_to_bf16(float value) noexcept;
 
 /// True for the dtypes convert_to_f32 understands (floats and integers; not FP8).
 bool convertible(DType dtype) noexcept;

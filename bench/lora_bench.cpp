@@ -1,0 +1,345 @@
+// LoRA benchmarks, each against a peer or a physical limit measured in the same run:
+//  - inspect + map a 2,000-module LoRA against a ~2,500-tensor SDXL-like base, vs Python's
+//    json.loads of the same two headers (bench/lora_json_peer.py, run by this binary);
+//  - merge throughput (bytes of W written per second) vs memset write bandwidth;
+//  - ||dW||_F by the trace identity vs forming up·down (rank 16, 1280×1280).
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "genscope/lora.hpp"
+#include "genscope/model_patcher.hpp"
+#include "genscope/safetensors.hpp"
+#include "lora/matmul.hpp"
+#include "lora/merge_kernel.hpp"
+#include "model/float_convert.hpp"
+
+namespace {
+
+using namespace genscope;
+namespace fs = std::filesystem;
+
+fs::path bench_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("genscope_lora_bench_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// SDXL-like ldm UNet + CLIP-L + OpenCLIP-bigG key names with tiny shapes.
+std::vector<std::pair<std::string, std::vector<std::int64_t>>> sdxl_like_keys() {
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> keys;
+  const std::int64_t c = 8;
+  const auto transformer = [&](const std::string& p, int depth) {
+    for (const char* s : {"norm.weight", "norm.bias", "proj_in.weight", "proj_in.bias", "proj_out.weight", "proj_out.bias"})
+      keys.push_back({p + s, std::string(s).find("proj") != std::string::npos && std::string(s).ends_with("weight") ? std::vector<std::int64_t>{c, c} : std::vector<std::int64_t>{c}});
+    for (int t = 0; t < depth; ++t) {
+      const std::string b = p + "transformer_blocks." + std::to_string(t) + ".";
+      for (const char* s : {"attn1.to_q", "attn1.to_k", "attn1.to_v", "attn1.to_out.0", "attn2.to_q", "attn2.to_k",
+                            "attn2.to_v", "attn2.to_out.0", "ff.net.0.proj", "ff.net.2"})
+        keys.push_back({b + s + ".weight", {c, c}});
+      for (const char* s : {"norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias", "norm3.weight", "norm3.bias",
+                            "attn1.to_out.0.bias", "attn2.to_out.0.bias", "ff.net.0.proj.bias", "ff.net.2.bias"})
+        keys.push_back({b + s, {c}});
+    }
+  };
+  const auto resnet = [&](const std::string& p) {
+    for (const char* s : {"in_layers.2.weight", "out_layers.3.weight"}) keys.push_back({p + s, {c, c, 3, 3}});
+    keys.push_back({p + "emb_layers.1.weight", {c, c}});
+    for (const char* s : {"in_layers.0.weight", "in_layers.0.bias", "in_layers.2.bias", "emb_layers.1.bias",
+                          "out_layers.0.weight", "out_layers.0.bias", "out_layers.3.bias"})
+      keys.push_back({p + s, {c}});
+  };
+  const std::string u = "model.diffusion_model.";
+  keys.push_back({u + "input_blocks.0.0.weight", {c, 4, 3, 3}});
+  const int depth[3] = {0, 2, 10};
+  int n = 1;
+  for (int x = 0; x < 3; ++x) {
+    for (int i = 0; i < 2; ++i, ++n) {
+      resnet(u + "input_blocks." + std::to_string(n) + ".0.");
+      if (depth[x]) transformer(u + "input_blocks." + std::to_string(n) + ".1.", depth[x]);
+    }
+    if (x < 2) keys.push_back({u + "input_blocks." + std::to_string(n++) + ".0.op.weight", {c, c, 3, 3}});
+  }
+  resnet(u + "middle_block.0.");
+  transformer(u + "middle_block.1.", 10);
+  resnet(u + "middle_block.2.");
+  for (int m = 0; m < 9; ++m) {
+    resnet(u + "output_blocks." + std::to_string(m) + ".0.");
+    if (depth[2 - m / 3]) transformer(u + "output_blocks." + std::to_string(m) + ".1.", depth[2 - m / 3]);
+  }
+  keys.push_back({u + "label_emb.0.0.weight", {c, c}});
+  for (int l = 0; l < 12; ++l) {
+    const std::string p = "conditioner.embedders.0.transformer.text_model.encoder.layers." + std::to_string(l) + ".";
+    for (const char* s : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.out_proj", "mlp.fc1", "mlp.fc2"}) {
+      keys.push_back({p + s + ".weight", {c, c}});
+      keys.push_back({p + s + ".bias", {c}});
+    }
+    for (const char* s : {"layer_norm1.weight", "layer_norm1.bias", "layer_norm2.weight", "layer_norm2.bias"}) keys.push_back({p + s, {c}});
+  }
+  for (int l = 0; l < 32; ++l) {
+    const std::string p = "conditioner.embedders.1.model.transformer.resblocks." + std::to_string(l) + ".";
+    keys.push_back({p + "attn.in_proj_weight", {3 * c, c}});
+    for (const char* s : {"attn.out_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"}) keys.push_back({p + s, {c, c}});
+    for (const char* s : {"ln_1.weight", "ln_1.bias", "ln_2.weight", "ln_2.bias", "attn.in_proj_bias",
+                          "attn.out_proj.bias", "mlp.c_fc.bias", "mlp.c_proj.bias"})
+      keys.push_back({p + s, {c}});
+  }
+  // VAE: enough first_stage_model keys to reach the ~2,500 tensors of a real SDXL checkpoint.
+  for (int b = 0; b < 4; ++b)
+    for (int r = 0; r < 3; ++r)
+      for (const char* s : {"norm1.weight", "norm1.bias", "conv1.weight", "conv1.bias", "norm2.weight", "norm2.bias",
+                            "conv2.weight", "conv2.bias"})
+        for (const char* part : {"encoder.down.", "decoder.up."})
+          keys.push_back({std::string("first_stage_model.") + part + std::to_string(b) + ".block." + std::to_string(r) + "." + s, {c}});
+  return keys;
+}
+
+void write_random(const fs::path& path, const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& keys,
+                  DType dtype) {
+  std::vector<SafetensorsSource> sources;
+  for (const auto& [name, shape] : keys) {
+    sources.push_back({name, dtype, shape, [dtype](std::span<std::byte> out) {
+                         std::mt19937 rng(7);
+                         std::normal_distribution<float> nd(0.0f, 0.1f);
+                         std::vector<float> v(out.size() / dtype_size(dtype));
+                         for (float& x : v) x = nd(rng);
+                         detail::convert_from_f32(v.data(), v.size(), dtype, out.data());
+                       }});
+  }
+  write_safetensors(path, sources);
+}
+
+struct InspectFiles {
+  fs::path base, lora;
+  std::size_t base_keys = 0, modules = 0;
+};
+
+const InspectFiles& inspect_files() {
+  static const InspectFiles files = [] {
+    InspectFiles f;
+    f.base = bench_dir() / "sdxl_like.safetensors";
+    f.lora = bench_dir() / "lora_2000.safetensors";
+    const auto keys = sdxl_like_keys();
+    write_random(f.base, keys, DType::kF16);
+    f.base_keys = keys.size();
+    std::vector<std::pair<std::string, std::vector<std::int64_t>>> lora;
+    const auto add_module = [&](const std::string& name, std::int64_t out, std::int64_t in) {
+      lora.push_back({name + ".lora_down.weight", {4, in}});
+      lora.push_back({name + ".lora_up.weight", {out, 4}});
+      lora.push_back({name + ".alpha", {}});
+      ++f.modules;
+    };
+    for (const auto& [key, shape] : keys) {
+      if (shape.size() != 2 || key.find("in_proj") != std::string::npos) continue;
+      std::string name = key.substr(0, key.size() - 7);
+      if (name.rfind("model.diffusion_model.", 0) == 0) name = "lora_unet_" + name.substr(22);
+      else if (name.rfind("conditioner.embedders.0.transformer.", 0) == 0) name = "lora_te1_" + name.substr(36);
+      else name = "lora_te2_" + name.substr(34);
+      std::replace(name.begin(), name.end(), '.', '_');
+      add_module(name, shape[0], shape[1]);
+    }
+    for (int i = 0; f.modules < 2000; ++i) add_module("lora_unet_extra_block_" + std::to_string(i) + "_proj", 8, 8);
+    write_random(f.lora, lora, DType::kF16);
+    return f;
+  }();
+  return files;
+}
+
+void BM_InspectAndMap(benchmark::State& state) {
+  const InspectFiles& f = inspect_files();
+  std::size_t matched = 0;
+  for (auto _ : state) {
+    const auto lora = LoraFile::open(f.lora, true);
+    const auto base = SafetensorsFile::open(f.base);
+    const LoraFit fit = fit_lora(*lora, base);
+    matched = fit.matched.size();
+    benchmark::DoNotOptimize(matched);
+  }
+  // The peer: Python json.loads of the same two headers (best of 20), in this run.
+  const std::string script = fs::path(__FILE__).parent_path() / "lora_json_peer.py";
+  const std::string cmd = "/usr/bin/python3 " + script + " " + f.lora.string() + " " + f.base.string() + " 20";
+  double python_s = NAN;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    if (std::fscanf(p, "%lf", &python_s) != 1) python_s = NAN;
+    ::pclose(p);
+  }
+  state.counters["modules"] = static_cast<double>(f.modules);
+  state.counters["base_tensors"] = static_cast<double>(f.base_keys);
+  state.counters["matched"] = static_cast<double>(matched);
+  state.counters["python_json_loads_ms"] = python_s * 1e3;
+}
+BENCHMARK(BM_InspectAndMap)->Unit(benchmark::kMillisecond);
+
+// The parts of BM_InspectAndMap: opening + analysing the LoRA, and mapping it onto the base.
+void BM_InspectOnly(benchmark::State& state) {
+  const InspectFiles& f = inspect_files();
+  for (auto _ : state) benchmark::DoNotOptimize(LoraFile::open(f.lora, state.range(0) != 0));
+}
+BENCHMARK(BM_InspectOnly)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// The floor under both: genscope's strict safetensors header parse of the two files.
+void BM_HeaderParseOnly(benchmark::State& state) {
+  const InspectFiles& f = inspect_files();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(SafetensorsFile::open(f.lora));
+    benchmark::DoNotOptimize(SafetensorsFile::open(f.base));
+  }
+}
+BENCHMARK(BM_HeaderParseOnly)->Unit(benchmark::kMillisecond);
+
+void BM_FitOnly(benchmark::State& state) {
+  const InspectFiles& f = inspect_files();
+  const auto lora = LoraFile::open(f.lora, false);
+  const auto base = SafetensorsFile::open(f.base);
+  for (auto _ : state) benchmark::DoNotOptimize(fit_lora(*lora, base));
+}
+BENCHMARK(BM_FitOnly)->Unit(benchmark::kMillisecond);
+
+void BM_KeyMapOnly(benchmark::State& state) {
+  const InspectFiles& f = inspect_files();
+  const auto base = SafetensorsFile::open(f.base);
+  std::vector<std::string> keys;
+  for (const auto& e : base.entries()) keys.push_back(e.name);
+  for (auto _ : state) benchmark::DoNotOptimize(lora_key_map(keys));
+}
+BENCHMARK(BM_KeyMapOnly)->Unit(benchmark::kMillisecond);
+
+// Memory write bandwidth: best of several memsets of a buffer far larger than the caches,
+// timed in thread CPU time like Google Benchmark's rates (the machine may be shared).
+double memset_bytes_per_second() {
+  static const double bw = [] {
+    const std::size_t n = std::size_t{256} << 20;
+    std::vector<char> buf(n, 1);
+    const auto cpu_s = [] {
+      timespec ts;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+    };
+    double best = 0;
+    for (int i = 0; i < 6; ++i) {
+      const double t0 = cpu_s();
+      std::memset(buf.data(), i, n);
+      benchmark::ClobberMemory();
+      best = std::max(best, static_cast<double>(n) / (cpu_s() - t0));
+    }
+    return best;
+  }();
+  return bw;
+}
+
+void BM_MemsetBandwidth(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(memset_bytes_per_second());
+  state.counters["GB_per_s"] = memset_bytes_per_second() / 1e9;
+}
+BENCHMARK(BM_MemsetBandwidth)->Iterations(1);
+
+// In-memory merge of 16 f16 weights of 1280×1280 (52 MB of W) by the fused row-block loop
+// merge_lora uses: F16 -> F32, W += s·up·down, F32 -> F16, without the file write.
+void BM_MergeKernel(benchmark::State& state) {
+  const std::int64_t rank = state.range(0), m = 1280, n = 1280, weights = 16;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 0.1f);
+  std::vector<detail::PreparedLora> patches(1);
+  patches[0].rank = rank;
+  patches[0].coefficient = 0.8f;
+  patches[0].up.resize(m * rank);
+  patches[0].down.resize(rank * n);
+  for (float& x : patches[0].up) x = nd(rng);
+  for (float& x : patches[0].down) x = nd(rng);
+  std::vector<std::uint16_t> w_in(weights * m * n), w_out(weights * m * n);
+  for (auto& x : w_in) x = detail::f32_to_f16(nd(rng));
+  for (auto _ : state) {
+    for (std::int64_t t = 0; t < weights; ++t) {
+      detail::merge_rows(reinterpret_cast<const std::byte*>(w_in.data() + t * m * n),
+                         reinterpret_cast<std::byte*>(w_out.data() + t * m * n), DType::kF16, m, n, patches);
+    }
+    benchmark::ClobberMemory();
+  }
+  const double bytes = static_cast<double>(state.iterations()) * weights * m * n * 2;
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes));
+  state.counters["W_written_per_s"] = benchmark::Counter(bytes, benchmark::Counter::kIsRate);
+  state.counters["memset_bytes_per_s"] = memset_bytes_per_second();
+  state.counters["ratio_vs_memset"] = benchmark::Counter(bytes / memset_bytes_per_second(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_MergeKernel)->Arg(4)->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond);
+
+// Full merge_lora (mmap read, patch, atomic write with fsync) of an 8-weight f16 file.
+void BM_MergeFile(benchmark::State& state) {
+  const std::int64_t rank = state.range(0);
+  const fs::path base = bench_dir() / "merge_base.safetensors";
+  const fs::path lora = bench_dir() / ("merge_lora_r" + std::to_string(rank) + ".safetensors");
+  const fs::path out = bench_dir() / "merge_out.safetensors";
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> keys, lkeys;
+  for (int i = 0; i < 8; ++i) {
+    const std::string k = "model.diffusion_model.output_blocks.3.1.transformer_blocks." + std::to_string(i) + ".attn1.to_q";
+    keys.push_back({k + ".weight", {1280, 1280}});
+    const std::string l = "lora_unet_output_blocks_3_1_transformer_blocks_" + std::to_string(i) + "_attn1_to_q";
+    lkeys.push_back({l + ".lora_down.weight", {rank, 1280}});
+    lkeys.push_back({l + ".lora_up.weight", {1280, rank}});
+  }
+  if (!fs::exists(base)) write_random(base, keys, DType::kF16);
+  write_random(lora, lkeys, DType::kF16);
+  std::uint64_t written = 0;
+  for (auto _ : state) written += merge_lora(base, lora, out, 0.8).patched_bytes;
+  state.counters["W_written_per_s"] = benchmark::Counter(static_cast<double>(written), benchmark::Counter::kIsRate);
+  state.counters["ratio_vs_memset"] =
+      benchmark::Counter(static_cast<double>(written) / memset_bytes_per_second(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_MergeFile)->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond);
+
+struct NormData {
+  std::vector<float> up, down;
+};
+const NormData& norm_data() {
+  static const NormData d = [] {
+    NormData x;
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd;
+    x.up.resize(1280 * 16);
+    x.down.resize(16 * 1280);
+    for (float& v : x.up) v = nd(rng);
+    for (float& v : x.down) v = nd(rng);
+    return x;
+  }();
+  return d;
+}
+
+void BM_NormTraceIdentity(benchmark::State& state) {
+  const NormData& d = norm_data();
+  for (auto _ : state) benchmark::DoNotOptimize(lora_delta_norm(d.up.data(), d.down.data(), 1280, 16, 1280));
+}
+BENCHMARK(BM_NormTraceIdentity)->Unit(benchmark::kMicrosecond);
+
+void BM_NormExplicitProduct(benchmark::State& state) {
+  const NormData& d = norm_data();
+  std::vector<float> w(1280 * 1280);
+  for (auto _ : state) {
+    std::fill(w.begin(), w.end(), 0.0f);
+    detail::matmul_add(d.up.data(), d.down.data(), w.data(), 1280, 16, 1280, 1.0f);
+    double s = 0;
+    for (float x : w) s += static_cast<double>(x) * x;
+    benchmark::DoNotOptimize(std::sqrt(s));
+  }
+}
+BENCHMARK(BM_NormExplicitProduct)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::error_code ec;
+  fs::remove_all(bench_dir(), ec);
+  return 0;
+}
