@@ -24,7 +24,7 @@ struct RegressionOptions {
   std::size_t window = 20;     ///< Baseline runs before the latest ones.
   std::size_t latest = 1;      ///< Latest runs compared (their median).
   std::size_t min_baseline = 5;  ///< Fewer baseline runs: no verdict.
-  double z_threshold = 5.0;    ///< (latest - median) / (1.4826 * MAD) must exceed this...
+  double z_threshold = 4.0;    ///< (latest - median) / (1.4826 * MAD) must exceed this...
   double min_effect = 0.08;    ///< ...and the relative slowdown must exceed this.
   std::string pipeline;        ///< Only this pipeline when not empty.
 };

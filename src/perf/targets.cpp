@@ -36,13 +36,25 @@ bool split_number(std::string_view text, double& number, std::string& suffix) {
 
 double json_duration_seconds(const nlohmann::json& value, const std::string& where) {
   if (value.is_number()) return value.get<double>();
-  if (value.is_string()) return parse_duration_ns(value.get<std::string>()) / kNsPerSecond;
+  if (value.is_string()) {
+    try {
+      return parse_duration_ns(value.get<std::string>()) / kNsPerSecond;
+    } catch (const Error& e) {
+      throw Error("InvalidTargets", where + ": " + e.what());
+    }
+  }
   throw Error("InvalidTargets", where + ": expected seconds (number) or a duration string");
 }
 
 double json_size_bytes(const nlohmann::json& value, const std::string& where) {
   if (value.is_number()) return value.get<double>();
-  if (value.is_string()) return parse_size_bytes(value.get<std::string>());
+  if (value.is_string()) {
+    try {
+      return parse_size_bytes(value.get<std::string>());
+    } catch (const Error& e) {
+      throw Error("InvalidTargets", where + ": " + e.what());
+    }
+  }
   throw Error("InvalidTargets", where + ": expected bytes (number) or a size string");
 }
 

@@ -33,7 +33,9 @@ Statement::Statement(sqlite3* db, const char* sql) : db_(db) {
 Statement::~Statement() { sqlite3_finalize(stmt_); }
 
 Statement& Statement::bind(int index, std::string_view text) {
-  const int rc = sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()),
+  // A null data pointer would bind SQL NULL: empty strings must stay empty strings.
+  const char* data = text.data() != nullptr ? text.data() : "";
+  const int rc = sqlite3_bind_text(stmt_, index, data, static_cast<int>(text.size()),
                                    SQLITE_TRANSIENT);
   if (rc != SQLITE_OK) throw_sqlite(db_, rc, "bind");
   return *this;

@@ -14,6 +14,12 @@ struct CommandContext {
 
 void register_report_command(CLI::App& app, CommandContext& context);
 void register_probe_command(CLI::App& app, CommandContext& context);
+/// `genscope compare A B`: per-step comparison of runs (files, history ids, label selectors).
+void register_compare_command(CLI::App& app, CommandContext& context);
+/// `genscope history list|show|add|export|prune|regressions`: the SQLite run history.
+void register_history_command(CLI::App& app, CommandContext& context);
+/// `genscope validate RUN.json --targets F`: performance targets, score, diagnostics.
+void register_validate_command(CLI::App& app, CommandContext& context);
 void register_tensor_command(CLI::App& app, CommandContext& context);
 /// `genscope demo`: the reference pipeline (tools/genscope/demo_command.cpp; needs
 /// genscope::torch, so only registered when GENSCOPE_HAVE_TORCH).
