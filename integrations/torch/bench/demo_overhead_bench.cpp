@@ -21,8 +21,14 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Monitor variants for attributing the overhead: 0 everything, 1 without the process
+// probe (VmHWM resets), 2 without the sampler thread.
+int g_variant = 0;
+
 double run_once(const genscope::DemoOptions& o, bool monitored) {
   genscope::MonitorOptions mo;
+  mo.process_probe = g_variant != 1;
+  mo.sampler = g_variant != 2;
   mo.enabled = monitored;
   mo.sample_interval = std::chrono::microseconds(10'000);
   genscope::Monitor monitor(mo);
@@ -42,6 +48,7 @@ void BM_DemoMonitoringOverhead(benchmark::State& state) {
   o.out_dir = std::filesystem::temp_directory_path() / "genscope-demo-bench";
   const int reps = static_cast<int>(state.range(2));
   o.write_dumps = state.range(3) != 0;
+  g_variant = static_cast<int>(state.range(4));
   run_once(o, true);  // generate the cached weights and warm up both paths
   run_once(o, false);
   std::vector<double> off, on;
@@ -64,15 +71,21 @@ void BM_DemoMonitoringOverhead(benchmark::State& state) {
   state.counters["min_ratio"] =
       *std::min_element(on.begin(), on.end()) / *std::min_element(off.begin(), off.end());
   state.SetLabel(o.preset + ", " + std::to_string(o.steps) + " steps, " + std::to_string(reps) +
-                 " interleaved pairs" + (o.write_dumps ? ", dumps" : ", no dumps"));
+                 " interleaved pairs" + (o.write_dumps ? ", dumps" : ", no dumps") +
+                 (g_variant == 1   ? ", no process probe"
+                  : g_variant == 2 ? ", no sampler"
+                                   : ""));
 }
 
 }  // namespace
 
 BENCHMARK(BM_DemoMonitoringOverhead)
-    ->Args({0, 8, 8, 1})
-    ->Args({0, 8, 8, 0})
-    ->Args({1, 4, 3, 1})
+    ->Args({0, 8, 8, 1, 0})
+    ->Args({0, 8, 8, 0, 0})
+    ->Args({0, 8, 8, 0, 1})
+    ->Args({0, 8, 8, 0, 2})
+    ->Args({1, 4, 3, 1, 0})
+    ->Args({1, 4, 3, 0, 1})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
