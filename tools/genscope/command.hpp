@@ -21,6 +21,9 @@ void register_history_command(CLI::App& app, CommandContext& context);
 /// `genscope validate RUN.json --targets F`: performance targets, score, diagnostics.
 void register_validate_command(CLI::App& app, CommandContext& context);
 void register_tensor_command(CLI::App& app, CommandContext& context);
+/// `genscope demo`: the reference pipeline (tools/genscope/demo_command.cpp; needs
+/// genscope::torch, so only registered when GENSCOPE_HAVE_TORCH).
+void register_demo_command(CLI::App& app, CommandContext& context);
 /// `genscope model diff A B [--json]` (tools/genscope/model_command.cpp).
 void register_model_command(CLI::App& app, CommandContext& context);
 /// `genscope lora inspect|apply` (tools/genscope/lora_command.cpp).

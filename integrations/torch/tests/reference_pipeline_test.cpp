@@ -1,0 +1,236 @@
+// The reference pipeline on the tiny preset: every step with its analyses, identical output
+// bytes for the same seed, the VAE encode fallback chain under a budget, and the LoRA merge
+// (strength 0 bit-identical, strength 1 changes exactly the targeted keys).
+#include "genscope/reference_pipeline.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "genscope/error.hpp"
+
+namespace fs = std::filesystem;
+using genscope::Attachment;
+using genscope::DemoOptions;
+using genscope::DemoResult;
+
+using genscope::StepRecord;
+using genscope::StepStatus;
+
+namespace {
+
+fs::path scratch() {
+  const char* env = std::getenv("GENSCOPE_TEST_TMP");
+  fs::path p = env != nullptr ? fs::path(env) : fs::temp_directory_path() / "genscope-torch-test";
+  fs::create_directories(p);
+  return p;
+}
+
+DemoOptions tiny(const std::string& name) {
+  DemoOptions o;
+  o.preset = "tiny";
+  o.steps = 3;
+  o.threads = 1;
+  o.out_dir = scratch() / name;
+  o.cache_dir = scratch() / "cache";
+  fs::remove_all(o.out_dir);
+  return o;
+}
+
+DemoResult run_pipeline(const DemoOptions& o) {
+  genscope::MonitorOptions mo;
+  mo.nvml_probe = false;
+  genscope::Monitor monitor(mo);
+  DemoResult r = genscope::run_reference_pipeline(o, monitor);
+  EXPECT_EQ(r.error, "");
+  return r;
+}
+
+const StepRecord& step(const genscope::Run& run, const std::string& name) {
+  const StepRecord* s = run.step(name);
+  if (s == nullptr) throw std::runtime_error("no step " + name);
+  return *s;
+}
+
+const Attachment* find_attachment(const StepRecord& s, const std::string& type,
+                                  const std::string& name = {}) {
+  for (const Attachment& a : s.attachments) {
+    if (a.type == type && (name.empty() || a.name == name)) return &a;
+  }
+  return nullptr;
+}
+
+std::set<std::string> as_set(const nlohmann::json& array) {
+  std::set<std::string> out;
+  for (const auto& v : array) out.insert(v.get<std::string>());
+  return out;
+}
+
+}  // namespace
+
+TEST(ReferencePipeline, TinyTextToImageRecordsEveryStep) {
+  DemoOptions o = tiny("t2i");
+  DemoResult r = run_pipeline(o);
+  const genscope::Run& run = r.run;
+  for (const char* name :
+       {"model_loading", "load text_encoder", "load unet", "load vae", "lora_application",
+        "text_encoding", "encode positive", "encode negative", "latent_generation", "sampling",
+        "vae_decode", "save"}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(step(run, name).status, StepStatus::kOk);
+  }
+  // Nested steps hang under their phase.
+  EXPECT_EQ(step(run, "load unet").parent_id, step(run, "model_loading").id);
+  EXPECT_EQ(step(run, "encode negative").parent_id, step(run, "text_encoding").id);
+  // Model loading: file size, parameters per component.
+  const StepRecord& unet = step(run, "load unet");
+  EXPECT_GT(unet.counters.at("bytes"), 0);
+  ASSERT_NE(find_attachment(unet, "model_component"), nullptr);
+  EXPECT_TRUE(
+      fs::exists(find_attachment(unet, "model_component")->data["file"].get<std::string>()));
+  // Text encoding: per-prompt text analysis, conditioning analysis and a NumPy dump.
+  const StepRecord& pos = step(run, "encode positive");
+  const Attachment* text = find_attachment(pos, "text");
+  ASSERT_NE(text, nullptr);
+  EXPECT_EQ(text->data["characters"].get<std::size_t>(), o.prompt.size());
+  const Attachment* cond = find_attachment(pos, "tensor");
+  ASSERT_NE(cond, nullptr);
+  EXPECT_EQ(cond->data["shape"], nlohmann::json({1, 77, 64}));
+  EXPECT_EQ(cond->data["stats"]["nan_count"].get<int>(), 0);
+  const std::string dump = cond->data["dump"].get<std::string>();
+  const std::string cmd = std::string(GENSCOPE_PYTHON) +
+                          " -c \"import numpy,sys; a=numpy.load(sys.argv[1]); "
+                          "sys.exit(0 if a.shape==(1,77,64) and a.dtype==numpy.float32 else 1)\" " +
+                          dump;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  // Latent generation: direct strategy, image latent with 64x spatial compression.
+  const StepRecord& lat = step(run, "latent_generation");
+  ASSERT_EQ(lat.attempts.size(), 1u);
+  EXPECT_EQ(lat.attempts[0].strategy, "direct");
+  const Attachment* latent = find_attachment(lat, "latent");
+  ASSERT_NE(latent, nullptr);
+  EXPECT_EQ(latent->data["shape"], nlohmann::json({1, 4, 8, 8}));
+  EXPECT_DOUBLE_EQ(latent->data["spatial_compression"].get<double>(), 64.0);
+  // Sampling: one iteration per step.
+  EXPECT_EQ(step(run, "sampling").iteration_ns.size(), 3u);
+  // Save: one PNG.
+  ASSERT_EQ(r.images.size(), 1u);
+  EXPECT_TRUE(fs::exists(r.images[0]));
+  // Run-level usage statistics (seed 003).
+  bool usage = false;
+  for (const Attachment& a : run.attachments) usage = usage || a.type == "usage_statistics";
+  EXPECT_TRUE(usage);
+}
+
+TEST(ReferencePipeline, SameSeedGivesIdenticalBytes) {
+  DemoOptions a = tiny("det_a"), b = tiny("det_b"), c = tiny("det_c");
+  c.seed = a.seed + 1;
+  const DemoResult ra = run_pipeline(a), rb = run_pipeline(b), rc = run_pipeline(c);
+  ASSERT_EQ(ra.output_hash.size(), 16u);
+  EXPECT_EQ(ra.output_hash, rb.output_hash);
+  EXPECT_NE(ra.output_hash, rc.output_hash);
+}
+
+TEST(ReferencePipeline, BudgetShowsTheFallbackChain) {
+  DemoOptions o = tiny("budget_tiled");
+  o.memory_budget_bytes = genscope::parse_memory_size("1M");  // direct ~1.6 MB, tile ~0.4 MB
+  DemoResult r = run_pipeline(o);
+  const StepRecord& lat = step(r.run, "latent_generation");
+  ASSERT_EQ(lat.attempts.size(), 2u);
+  EXPECT_EQ(lat.attempts[0].strategy, "direct");
+  EXPECT_EQ(lat.attempts[0].outcome, StepStatus::kFailed);
+  EXPECT_NE(lat.attempts[0].error.find("OutOfMemoryBudget"), std::string::npos);
+  EXPECT_EQ(lat.attempts[1].strategy, "tiled");
+  EXPECT_EQ(lat.attempts[1].outcome, StepStatus::kOk);
+  EXPECT_EQ(r.encode_strategy, "tiled");
+
+  DemoOptions e = tiny("budget_zero");
+  e.memory_budget_bytes = 1024;
+  DemoResult re = run_pipeline(e);
+  const StepRecord& lz = step(re.run, "latent_generation");
+  ASSERT_EQ(lz.attempts.size(), 4u);
+  const char* expected[] = {"direct", "tiled", "cpu_fallback", "emergency_zeros"};
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(lz.attempts[static_cast<std::size_t>(i)].strategy, expected[i]);
+  EXPECT_EQ(lz.attempts[3].outcome, StepStatus::kOk);
+  const Attachment* latent = find_attachment(lz, "latent");
+  ASSERT_NE(latent, nullptr);
+  EXPECT_EQ(latent->data["stats"]["max"].get<double>(), 0.0);
+  EXPECT_EQ(latent->data["stats"]["min"].get<double>(), 0.0);
+}
+
+TEST(ReferencePipeline, LoraStrengthZeroIsBitIdenticalAndOneChangesExactlyTargets) {
+  DemoOptions zero = tiny("lora0"), one = tiny("lora1");
+  zero.lora_strength = 0.0;
+  one.lora_strength = 1.0;
+  const DemoResult r0 = run_pipeline(zero), r1 = run_pipeline(one);
+  const Attachment* a0 = find_attachment(step(r0.run, "lora_application"), "lora_application");
+  const Attachment* a1 = find_attachment(step(r1.run, "lora_application"), "lora_application");
+  ASSERT_NE(a0, nullptr);
+  ASSERT_NE(a1, nullptr);
+  const auto targets = as_set(a1->data["patches"]["targeted_keys"]);
+  EXPECT_GT(targets.size(), 0u);
+  for (const std::string& k : targets) {
+    EXPECT_TRUE(k.find(".attn1.to_") != std::string::npos ||
+                k.find(".attn2.to_") != std::string::npos)
+        << k;
+  }
+  EXPECT_EQ(a0->data["patches"]["total_patched_keys"].get<std::size_t>(), targets.size());
+  EXPECT_TRUE(a0->data["weights"]["keys_changed"].empty());
+  EXPECT_EQ(as_set(a1->data["weights"]["keys_changed"]), targets);
+  EXPECT_TRUE(a1->data["identity"]["model_cloned"].get<bool>());
+  EXPECT_TRUE(a1->data["identity"]["uuid_changed"].get<bool>());
+  EXPECT_EQ(a1->data["key_mapping"]["not_loaded_count"].get<int>(), 0);
+  EXPECT_NE(r0.output_hash, r1.output_hash);
+}
+
+TEST(ReferencePipeline, TinyImageToVideo) {
+  DemoOptions o = tiny("i2v");
+  o.mode = "i2v";
+  DemoResult r = run_pipeline(o);
+  EXPECT_EQ(r.latent_shape, (std::vector<std::int64_t>{1, 16, 3, 4, 4}));
+  EXPECT_EQ(r.images.size(), 9u);  // 4 * 3 - 3 frames
+  const Attachment* latent = find_attachment(step(r.run, "latent_generation"), "latent");
+  ASSERT_NE(latent, nullptr);
+  EXPECT_EQ(latent->data["latent_layout"], "(B,C,T,H,W)");
+  EXPECT_DOUBLE_EQ(latent->data["temporal_compression"].get<double>(), 3.0);
+  EXPECT_EQ(step(r.run, "sampling").iteration_ns.size(), 3u);
+  EXPECT_NE(step(r.run, "load dit").counters.count("bytes"), 0u);
+}
+
+TEST(ReferencePipeline, OptionsAreCheckedBeforeAnyWork) {
+  DemoOptions o = tiny("opts");
+  o.out_dir = "/proc/genscope-cannot-write-here";
+  try {
+    genscope::validate_demo_options(o);
+    FAIL() << "expected OutputNotWritable";
+  } catch (const genscope::Error& e) {
+    EXPECT_EQ(e.name(), "OutputNotWritable");
+  }
+  o = tiny("opts");
+  o.mode = "t2v";
+  try {
+    genscope::validate_demo_options(o);
+    FAIL() << "expected InvalidOption";
+  } catch (const genscope::Error& e) {
+    EXPECT_EQ(e.name(), "InvalidOption");
+  }
+  o = tiny("opts");
+  o.preset = "huge";
+  EXPECT_THROW(genscope::validate_demo_options(o), genscope::Error);
+  EXPECT_EQ(genscope::parse_memory_size("4096"), 4096);
+  EXPECT_EQ(genscope::parse_memory_size("512M"), 512LL << 20);
+  EXPECT_EQ(genscope::parse_memory_size("1.5GiB"), 3LL << 29);
+  EXPECT_THROW(genscope::parse_memory_size("12 parsecs"), genscope::Error);
+  EXPECT_THROW(genscope::parse_memory_size("-1"), genscope::Error);
+}
+
+TEST(ReferencePipeline, CacheFolderFollowsXdg) {
+  DemoOptions o;
+  o.preset = "tiny";
+  ::setenv("XDG_CACHE_HOME", "/tmp/xdg-test", 1);
+  EXPECT_EQ(genscope::reference_cache_dir(o), fs::path("/tmp/xdg-test/genscope/reference/tiny"));
+}
