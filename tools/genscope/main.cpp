@@ -17,6 +17,11 @@ int main(int argc, char** argv) {
   genscope::cli::register_validate_command(app, context);
   genscope::cli::register_compare_command(app, context);
   genscope::cli::register_history_command(app, context);
+  genscope::cli::register_model_command(app, context);
+  genscope::cli::register_lora_command(app, context);
+#ifdef GENSCOPE_HAVE_TORCH
+  genscope::cli::register_demo_command(app, context);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
