@@ -128,14 +128,24 @@ void render_iterations(std::string& out, const StepRecord& step, const ConsoleSt
          ", stddev " + format_duration(it.stddev_ns, s.plain) + "\n";
 }
 
+std::string count_text(double v) {
+  if (std::isnan(v)) return "n/a";
+  const double a = std::fabs(v);
+  if (a >= 1e9) return fmt("%.2fG", v / 1e9);
+  if (a >= 1e6) return fmt("%.2fM", v / 1e6);
+  if (a >= 1e4) return fmt("%.1fk", v / 1e3);
+  return fmt(v == std::floor(v) ? "%.0f" : "%.1f", v);
+}
+
 void render_counters(std::string& out, const StepRecord& step, const ConsoleStyle& s,
                      const std::string& in) {
   if (step.counters.empty()) return;
   out += in + s.mark("📊 ", "") + "WORK\n";
   for (const auto& [name, value] : step.counters) {
     const double rate = step.rate(name);
-    std::string v = name == "bytes" ? format_bytes(value) : fmt("%g", value);
-    std::string r = name == "bytes" ? format_bytes(rate) + "/s" : fmt("%.2f", rate) + " " + name + "/s";
+    const bool bytes = name == "bytes" || name.ends_with("_bytes");
+    const std::string v = bytes ? format_bytes(value) : count_text(value);
+    const std::string r = bytes ? format_bytes(rate) + "/s" : count_text(rate) + " " + name + "/s";
     out += in + "   " + name + ": " + v + (std::isnan(rate) ? "" : "  (" + r + ")") + "\n";
   }
 }

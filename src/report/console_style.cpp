@@ -82,18 +82,33 @@ std::string format_value(double value, Unit unit, bool sign) {
 
 namespace {
 
+std::string scalar_text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v.get<double>());
+    return buf;
+  }
+  return v.dump();
+}
+
+// Generic rendering of an attachment's JSON: scalars as "key: value", small objects nested
+// two levels deep, long arrays and large maps summarised by their size.
 void render_json_fields(std::string& out, const nlohmann::json& j, const std::string& indent,
                         int depth) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const nlohmann::json& v = it.value();
     if (v.is_object()) {
-      if (depth >= 2) continue;
+      if (depth >= 2 || v.size() > 12) {
+        out += indent + it.key() + ": {" + std::to_string(v.size()) + " entries}\n";
+        continue;
+      }
       out += indent + it.key() + ":\n";
       render_json_fields(out, v, indent + "  ", depth + 1);
-    } else if (v.is_array() && v.size() > 8) {
+    } else if (v.is_array() && (v.size() > 8 || (!v.empty() && v[0].is_structured()))) {
       out += indent + it.key() + ": [" + std::to_string(v.size()) + " items]\n";
     } else {
-      out += indent + it.key() + ": " + (v.is_string() ? v.get<std::string>() : v.dump()) + "\n";
+      out += indent + it.key() + ": " + scalar_text(v) + "\n";
     }
   }
 }
@@ -102,9 +117,10 @@ void render_json_fields(std::string& out, const nlohmann::json& j, const std::st
 
 void render_attachment(std::string& out, const Attachment& a, const ConsoleStyle& style,
                        const std::string& indent) {
-  if (a.type == "tensor" && a.data.is_object()) {
-    render_tensor_attachment(out, a, style, indent);
-    return;
+  if (a.data.is_object()) {
+    if (a.type == "tensor") return render_tensor_attachment(out, a, style, indent);
+    if (a.type == "usage") return render_usage_attachment(out, a, style, indent);
+    if (a.type == "performance") return render_performance_attachment(out, a, style, indent);
   }
   out += indent + style.mark("📎 ", "* ") + a.type + (a.name.empty() ? "" : " \"" + a.name + "\"") +
          "\n";

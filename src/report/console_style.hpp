@@ -22,6 +22,13 @@ void render_attachment(std::string& out, const Attachment& attachment, const Con
 void render_tensor_attachment(std::string& out, const Attachment& attachment,
                               const ConsoleStyle& style, const std::string& indent);
 
+/// Renders seed 003's usage statistics ("usage" attachments).
+void render_usage_attachment(std::string& out, const Attachment& attachment,
+                             const ConsoleStyle& style, const std::string& indent);
+/// Renders a performance validation ("performance" attachments).
+void render_performance_attachment(std::string& out, const Attachment& attachment,
+                                   const ConsoleStyle& style, const std::string& indent);
+
 /// A human label for a metric name ("process.rss_bytes" -> "RAM (process RSS)").
 std::string metric_label(const std::string& name);
 

@@ -113,6 +113,8 @@ void render_tensor_attachment(std::string& out, const Attachment& a, const Conso
   }
   if (d.contains("dump") && d["dump"].is_object()) {
     out += in + "Dumped to " + str(d["dump"], "path") + "\n";
+  } else if (d.contains("dump") && d["dump"].is_string()) {
+    out += in + "Dumped to " + d["dump"].get<std::string>() + "\n";
   }
 }
 
