@@ -16,7 +16,6 @@
 #include "genscope/reference_pipeline.hpp"
 #include "genscope/text_analysis.hpp"
 #include "genscope/torch.hpp"
-#include "genscope/usage_stats.hpp"
 #include "image_io.hpp"
 #include "patcher.hpp"
 #include "stages.hpp"
@@ -449,11 +448,8 @@ DemoResult run_reference_pipeline(const DemoOptions& options, Monitor& monitor) 
     const Run snapshot = run.snapshot();
     nlohmann::json usage = usage_statistics(snapshot, options, result.images.empty() ? 0 : 1);
     usage["wall_ns"] = Step::now_ns() - t0;
-    // The same run through genscope's cross-generation tracker (seed 003's summary).
-    UsageTracker tracker;
-    tracker.set_device(options.device);
-    tracker.record_run(snapshot);
-    usage["tracker"] = tracker.to_json();
+    // The cross-generation summary (seed 003) is the monitor's own "usage" attachment, added
+    // by finish(); this one adds the per-component memory of this pipeline.
     run.attach({"usage_statistics", "usage statistics", std::move(usage)});
   }
   result.run = run.finish();
