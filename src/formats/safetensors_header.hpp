@@ -1,7 +1,7 @@
 // The safetensors JSON header, parsed by a SAX handler into a raw, not yet validated form.
 //
-// nlohmann::json::parse keeps the last of duplicate keys silently, so the header is read
-// with nlohmann::json::sax_parse: duplicates are seen, nothing is built that is not needed,
+// A general JSON DOM keeps the last of duplicate keys silently, so the header is read by a
+// small strict event parser: duplicates are seen, nothing is built that is not needed,
 // and type problems are recorded (not thrown) so that validation can report them in a fixed
 // order after the whole header is known to be valid JSON.
 #pragma once
@@ -37,7 +37,9 @@ struct RawSafetensorsHeader {
   std::size_t json_error_offset = 0;
   std::string json_error;
   bool top_is_object = true;
-  std::string duplicate_key;  ///< First duplicate key (dotted path); empty when none.
+  /// First duplicate key (dotted path) among __metadata__, entry fields and metadata keys;
+  /// duplicate tensor names are left to the reader. Empty when none.
+  std::string duplicate_key;
   std::vector<RawSafetensorsEntry> entries;  ///< In header order.
   bool has_metadata = false;
   bool metadata_ok = true;  ///< An object whose values are all strings.

@@ -9,6 +9,9 @@
 //   InvalidOffset (data past the end), TrailingBytes, InvalidMetadata.
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
 #include <limits>
 #include <optional>
 #include <string>
@@ -58,7 +61,14 @@ struct SafetensorsFile::Impl {
   std::span<const std::byte> bytes;
   std::uint64_t header_size = 0;
   std::vector<SafetensorsEntry> entries;
-  std::map<std::string, std::size_t, std::less<>> index;
+  // Hashed, with string_view lookups: a base model has thousands of names to look up.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  std::unordered_map<std::string, std::size_t, NameHash, std::equal_to<>> index;
   std::map<std::string, std::string> metadata;
 
   const std::byte* data_section() const { return bytes.data() + 8 + header_size; }
@@ -88,8 +98,7 @@ void SafetensorsFile::Impl::validate() {
     throw Error("InvalidHeaderUtf8",
                 "header is not valid UTF-8 at file offset " + std::to_string(8 + *bad));
   }
-  // nlohmann's lexer takes a NUL byte for the end of input, which would accept anything
-  // after it; raw NUL is never valid JSON, so reject it here.
+  // Raw NUL is never valid JSON; rejecting it up front gives a clearer message.
   if (const std::size_t nul = json.find('\0'); nul != std::string_view::npos) {
     throw Error("InvalidHeaderJson",
                 "header contains a NUL byte at file offset " + std::to_string(8 + nul));
@@ -112,6 +121,15 @@ void SafetensorsFile::Impl::validate() {
   }
   if (!raw.duplicate_key.empty()) {
     throw Error("DuplicateKey", "header key " + tick(raw.duplicate_key) + " appears twice");
+  }
+  {
+    std::unordered_set<std::string_view> names;
+    names.reserve(raw.entries.size());
+    for (const auto& r : raw.entries) {
+      if (!names.insert(r.name).second) {
+        throw Error("DuplicateKey", "header key " + tick(r.name) + " appears twice");
+      }
+    }
   }
 
   std::vector<SafetensorsEntry> out(raw.entries.size());
@@ -201,6 +219,7 @@ void SafetensorsFile::Impl::validate() {
 
   entries.reserve(out.size());
   for (std::size_t i : order) entries.push_back(std::move(out[i]));
+  index.reserve(entries.size());
   for (std::size_t i = 0; i < entries.size(); ++i) index.emplace(entries[i].name, i);
   metadata = std::move(raw.metadata);
 }
