@@ -44,6 +44,11 @@ struct MonitorOptions {
   std::size_t series_capacity = 8192;
   /// Append step lines to this file; empty = the GENSCOPE_LOG environment variable.
   std::string log_path;
+  /// Record every finished run in the history database (docs/history.md). A failure to
+  /// record is a monitoring error of that run, never an exception.
+  bool record = false;
+  /// The history database; empty = $XDG_DATA_HOME/genscope/history.db.
+  std::string history_db;
 };
 
 /// Which tensors analysed with analyze_tensor() are also written to disk, and how.

@@ -10,6 +10,7 @@
 #include "core/run_state.hpp"
 #include "core/step_stack.hpp"
 #include "genscope/error.hpp"
+#include "genscope/history.hpp"
 #include "genscope/host.hpp"
 #include "genscope/report.hpp"
 #include "genscope/version.hpp"
@@ -240,6 +241,14 @@ Run ActiveRun::finish() {
     result.attachments.push_back({"usage", "", m.usage.to_json()});
   } catch (const std::exception& e) {
     result.monitoring_errors.push_back({"usage", e.what(), result.duration_ns, {}});
+  }
+  if (run->monitor->options.record) {
+    try {
+      record_run(run->monitor->options.history_db, result);
+    } catch (const std::exception& e) {
+      result.monitoring_errors.push_back(
+          {"history", std::string("run not recorded: ") + e.what(), result.duration_ns, {}});
+    }
   }
   if (run->monitor->log->enabled()) {
     // Seed 003's usage statistics line: totals and the run's peaks.

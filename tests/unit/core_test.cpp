@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 
 #include "core/time_series_buffer.hpp"
 #include "genscope/genscope.hpp"
+#include "genscope/history.hpp"
 
 namespace genscope {
 namespace {
@@ -469,6 +471,35 @@ TEST(Log, LinesFromThreadsNeverInterleave) {
   EXPECT_EQ(starts, 200);
   EXPECT_EQ(ends, 200);
   EXPECT_EQ(lines, 402);  // + run started + run finished
+}
+
+}  // namespace
+}  // namespace genscope
+
+namespace genscope {
+namespace {
+
+TEST(Monitor, RecordsFinishedRunsInTheHistoryWhenAsked) {
+  const char* base = std::getenv("GENSCOPE_TEST_TMP");
+  const std::filesystem::path db = std::filesystem::path(base ? base : "/tmp") / "core_record.db";
+  std::filesystem::remove(db);
+  auto o = quiet_options();
+  o.record = true;
+  o.history_db = db.string();
+  Monitor monitor(o);
+  for (int i = 0; i < 2; ++i) {
+    ActiveRun run = monitor.start_run({.pipeline = {.name = "recorded"}});
+    { Step s = run.step(StepKind::kSampling, "denoise"); }
+    EXPECT_TRUE(run.finish().monitoring_errors.empty());
+  }
+  EXPECT_EQ(HistoryStore(db).list({}).size(), 2u);
+  // An unusable database is a monitoring error of the run, never an exception.
+  o.history_db = "/proc/genscope-no-such-dir/history.db";
+  Monitor broken(o);
+  ActiveRun run = broken.start_run();
+  const genscope::Run r = run.finish();
+  ASSERT_EQ(r.monitoring_errors.size(), 1u);
+  EXPECT_EQ(r.monitoring_errors[0].source, "history");
 }
 
 }  // namespace

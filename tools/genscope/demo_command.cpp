@@ -19,6 +19,8 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
     std::string out = "genscope-demo";
     bool plain = false;
     bool no_monitor = false;
+    bool record = false;
+    std::string db;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -48,6 +50,8 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
       ->check(CLI::Range(1, 256));
   cmd->add_flag("--plain", args->plain, "ASCII report markers instead of emoji");
   cmd->add_flag("--no-monitor", args->no_monitor, "run without monitoring (for comparison)");
+  cmd->add_flag("--record", args->record, "record the run in the history database");
+  cmd->add_option("--db", args->db, "history database (default: $XDG_DATA_HOME/genscope/history.db)");
   cmd->callback([args, &context] {
     DemoOptions& o = args->options;
     o.out_dir = args->out;
@@ -55,6 +59,8 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
     validate_demo_options(o);  // fails before any work (e.g. unwritable --out)
     MonitorOptions mo;
     mo.enabled = !args->no_monitor;
+    mo.record = args->record;
+    mo.history_db = args->db;
     Monitor monitor(mo);
     add_reference_probes(monitor, o);
     DemoResult result = run_reference_pipeline(o, monitor);
