@@ -57,6 +57,10 @@ struct MonitorState;
 struct RunState {
   std::shared_ptr<MonitorState> monitor;
   std::mutex mutex;
+  // Serialises "fold the high-water marks into the open steps, reset them, register a step"
+  // (and the fold at a step's end) across threads. Order: peak_mutex, then a probe's own
+  // lock, then `mutex`; the sampler never takes it.
+  std::mutex peak_mutex;
   Run run;
   TensorDumpOptions dumps;
   std::int64_t start_steady_ns = 0;

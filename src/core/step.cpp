@@ -71,34 +71,32 @@ Step ActiveRun::step(StepKind kind, std::string_view name, const char* source) {
     st->sampled_peak_offset_ns.assign(n, -1);
     st->exact_peak.assign(n, kNaN);
     st->exact_valid.assign(n, 0);
+    st->before.assign(n, kNaN);
 
-    // Steps already open keep their own peaks: fold the running high-water marks into them
-    // before this step resets the marks. A top-level step skips that read.
-    if (run.open_count.load(std::memory_order_acquire) > 0) run.fold_exact_peaks();
-    for (detail::RunProbe& p : run.probes) {
-      if (!p.exact) continue;
-      const ProbeStatus status = p.slot->reset_peaks();
-      if (status.ok()) {
-        for (std::size_t i = 0; i < p.count; ++i) {
-          st->exact_valid[p.first + i] = p.slot->metrics()[i].exact_peak ? 1 : 0;
-        }
-      } else if (!p.reset_refused_noted) {
-        std::lock_guard lock(run.mutex);
-        p.reset_refused_noted = true;
-        run.run.notes.push_back(p.slot->name() + ": " + status.error);
-        run.add_error_locked(p.slot->name(), status.error, std::string(name));
-      }
-    }
-    run.sample_all(st->before);
-    const std::int64_t start = detail::steady_now_ns();
-    st->start_ns = start;
-    st->last_iteration_ns = start;
-    for (std::size_t c = 0; c < n; ++c) {
-      st->sampled_peak[c] = st->before[c];
-      if (!std::isnan(st->before[c])) st->sampled_peak_offset_ns[c] = 0;
-    }
     detail::StepState* raw = st.get();
+    st->start_ns = detail::steady_now_ns();  // provisional, until the baseline is taken
     {
+      // The high-water marks are shared by every open step, on every thread. Reading them
+      // into the open steps, resetting them and registering this step happen as one, so no
+      // other thread can reset the marks between a read and this step's registration.
+      // Steps already open keep their own peaks: the running marks are folded into them
+      // before the reset. A top-level step skips that read.
+      std::lock_guard peaks(run.peak_mutex);
+      if (run.open_count.load(std::memory_order_acquire) > 0) run.fold_exact_peaks();
+      for (detail::RunProbe& p : run.probes) {
+        if (!p.exact) continue;
+        const ProbeStatus status = p.slot->reset_peaks();
+        if (status.ok()) {
+          for (std::size_t i = 0; i < p.count; ++i) {
+            st->exact_valid[p.first + i] = p.slot->metrics()[i].exact_peak ? 1 : 0;
+          }
+        } else if (!p.reset_refused_noted) {
+          std::lock_guard lock(run.mutex);
+          p.reset_refused_noted = true;
+          run.run.notes.push_back(p.slot->name() + ": " + status.error);
+          run.add_error_locked(p.slot->name(), status.error, std::string(name));
+        }
+      }
       std::lock_guard lock(run.mutex);
       StepRecord& r = raw->record;
       r.id = static_cast<int>(run.steps.size());
@@ -109,10 +107,28 @@ Step ActiveRun::step(StepKind kind, std::string_view name, const char* source) {
       r.status = StepStatus::kRunning;
       if (source != nullptr) r.source = source;
       r.thread = run.thread_number_locked();
-      r.start_offset_ns = start - run.start_steady_ns;
       run.steps.push_back(std::move(st));
       run.open_steps.push_back(raw);
       run.open_count.fetch_add(1, std::memory_order_release);
+    }
+    // The baseline; the step's clock starts after it, so its cost is not the step's.
+    std::vector<double> before;
+    run.sample_all(before);
+    {
+      std::lock_guard lock(run.mutex);
+      const std::int64_t start = detail::steady_now_ns();
+      raw->before = std::move(before);
+      raw->start_ns = start;
+      raw->last_iteration_ns = start;
+      raw->record.start_offset_ns = start - run.start_steady_ns;
+      for (std::size_t c = 0; c < n; ++c) {
+        const double v = raw->before[c];
+        if (std::isnan(v)) continue;
+        if (std::isnan(raw->sampled_peak[c]) || v >= raw->sampled_peak[c]) {
+          raw->sampled_peak[c] = v;
+          raw->sampled_peak_offset_ns[c] = 0;
+        }
+      }
     }
     detail::push_step(&run, raw);
     if (run.monitor->log->enabled()) {
@@ -204,7 +220,10 @@ void Step::end() noexcept {
   const std::int64_t end_ns = detail::steady_now_ns();
   try {
     detail::pop_step(run.get(), st);
-    run->fold_exact_peaks();
+    {
+      std::lock_guard peaks(run->peak_mutex);  // see ActiveRun::step
+      run->fold_exact_peaks();
+    }
     std::vector<double> after;
     run->sample_all(after);
     std::string line;
