@@ -504,3 +504,34 @@ TEST(Monitor, RecordsFinishedRunsInTheHistoryWhenAsked) {
 
 }  // namespace
 }  // namespace genscope
+
+namespace genscope {
+namespace {
+
+// Steps opening and closing on another thread reset the shared high-water mark all the time;
+// a step that stays open must still see a spike that happened in between.
+TEST(Monitor, ExactPeaksSurviveResetsFromOtherThreads) {
+  auto s = std::make_shared<ScriptedState>();
+  Monitor monitor(quiet_options());
+  monitor.add_probe(std::make_unique<ScriptedProbe>(s));
+  ActiveRun run = monitor.start_run();
+  Step outer = run.step(StepKind::kSampling, "long step");
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    while (!stop) Step quick = run.step(StepKind::kCustom, "quick");
+  });
+  for (int i = 0; i < 200; ++i) {
+    s->set(1000 + i);  // a spike...
+    s->set(10);        // ...gone before any sample
+    std::this_thread::yield();
+  }
+  stop = true;
+  churn.join();
+  outer.end();
+  const genscope::Run r = run.finish();
+  EXPECT_EQ(figure(r.steps[0]).peak, 1199);
+  EXPECT_EQ(figure(r.steps[0]).peak_source, "exact");
+}
+
+}  // namespace
+}  // namespace genscope
