@@ -11,9 +11,18 @@
 #include <string>
 #include <vector>
 
+#include "genscope/dtype.hpp"
+
 namespace genscope::test {
 
 /// A fresh scratch folder for one test, under GENSCOPE_TEST_TMP (or the system temp dir).
+/// Every dtype genscope reads and writes.
+inline constexpr DType kAllDtypes[] = {
+    DType::kF64,    DType::kF32, DType::kF16, DType::kBF16, DType::kF8E4M3,
+    DType::kF8E5M2, DType::kI64, DType::kI32, DType::kI16,  DType::kI8,
+    DType::kU64,    DType::kU32, DType::kU16, DType::kU8,   DType::kBool,
+};
+
 inline std::filesystem::path scratch_dir(const std::string& name) {
   const char* env = std::getenv("GENSCOPE_TEST_TMP");
   std::filesystem::path root =

@@ -14,13 +14,8 @@ namespace {
 
 using test::read_bytes;
 using test::run_python;
+using test::kAllDtypes;
 using test::scratch_dir;
-
-constexpr DType kAllDtypes[] = {
-    DType::kF64,    DType::kF32, DType::kF16, DType::kBF16, DType::kF8E4M3,
-    DType::kF8E5M2, DType::kI64, DType::kI32, DType::kI16,  DType::kI8,
-    DType::kU64,    DType::kU32, DType::kU16, DType::kU8,   DType::kBool,
-};
 
 std::vector<std::byte> pattern(std::size_t n, DType d) {
   std::vector<std::byte> out(n);
