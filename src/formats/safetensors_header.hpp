@@ -1,4 +1,4 @@
-// The safetensors JSON header, parsed by a SAX handler into a raw, not yet validated form.
+// The safetensors JSON header, read by a strict event parser into a raw, not yet validated form.
 //
 // A general JSON DOM keeps the last of duplicate keys silently, so the header is read by a
 // small strict event parser: duplicates are seen, nothing is built that is not needed,
