@@ -11,6 +11,7 @@
 #include "genscope/run.hpp"
 #include "genscope/run_json.hpp"
 #include "genscope/safetensors.hpp"
+#include "genscope/sink.hpp"
 #include "genscope/step.hpp"
 #include "genscope/step_kind.hpp"
 #include "genscope/tensor_view.hpp"

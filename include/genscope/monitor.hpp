@@ -22,6 +22,7 @@
 
 #include "genscope/probe.hpp"
 #include "genscope/run.hpp"
+#include "genscope/sink.hpp"
 #include "genscope/step.hpp"
 #include "genscope/usage_stats.hpp"
 
@@ -49,6 +50,11 @@ struct MonitorOptions {
   bool record = false;
   /// The history database; empty = $XDG_DATA_HOME/genscope/history.db.
   std::string history_db;
+  /// Longest ActiveRun::finish() waits for the sinks to receive the finished run (and the
+  /// Monitor's destructor for them to drain) before going on without them.
+  std::chrono::milliseconds sink_timeout{10'000};
+  /// Live events queued for the sinks beyond which new ones are dropped (and counted).
+  std::size_t sink_queue_capacity = 65'536;
 };
 
 /// Which tensors analysed with analyze_tensor() are also written to disk, and how.
@@ -127,6 +133,8 @@ class Monitor {
   /// Adds a probe (e.g. an allocator probe from an integration). Takes effect for runs
   /// started afterwards.
   void add_probe(std::unique_ptr<Probe> probe);
+  /// Adds a live-event sink (genscope/sink.hpp). Takes effect for runs started afterwards.
+  void add_sink(std::shared_ptr<Sink> sink);
   /// Starts a run. One run at a time per monitor: starting a second while one is active
   /// throws genscope::Error("RunActive").
   ActiveRun start_run(RunOptions options = {});

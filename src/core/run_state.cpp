@@ -22,9 +22,7 @@ void RunState::add_error_locked(std::string_view source, std::string_view messag
   e.message = std::string(message);
   e.offset_ns = steady_now_ns() - start_steady_ns;
   e.step = std::move(step);
-  if (monitor != nullptr && monitor->log != nullptr) {
-    monitor->log->write("WARNING", "monitoring error [" + e.source + "] " + e.message);
-  }
+  if (wants(Sink::kErrorEvents)) sinks->post(ErrorEvent{e});
   run.monitoring_errors.push_back(std::move(e));
 }
 
@@ -191,6 +189,9 @@ void MonitorState::sampler_loop() {
         run->series.push(t - run->start_steady_ns, row);
         run->update_sampled_peaks_locked(row, t);
         for (StepState* s : run->open_steps) ++s->samples;
+        if (run->wants(Sink::kSampleEvents)) {
+          run->sinks->post(SampleEvent{t - run->start_steady_ns, row});
+        }
       }
     }
     lock.lock();

@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/log_sink.hpp"
 #include "core/probe_slot.hpp"
+#include "core/sink_dispatcher.hpp"
 #include "core/time_series_buffer.hpp"
 #include "genscope/monitor.hpp"
 #include "genscope/run.hpp"
@@ -73,6 +73,12 @@ struct RunState {
   std::map<std::pair<std::string, std::string>, int> error_counts;
   std::atomic<int> open_count{0};
   bool finished = false;
+  // Live events: the monitor's dispatcher and the event groups its sinks want (fixed for the
+  // run; 0 = no sink, nothing is queued).
+  std::shared_ptr<SinkDispatcher> sinks;
+  unsigned sink_mask = 0;
+
+  bool wants(unsigned group) const noexcept { return (sink_mask & group) != 0; }
 
   RunState(std::size_t columns, std::size_t capacity) : series(columns, capacity) {}
 
@@ -101,7 +107,8 @@ struct MonitorState {
   std::mutex mutex;  // guards probes, active_run, sampler control
   std::vector<std::shared_ptr<ProbeSlot>> probes;
   std::weak_ptr<RunState> active_run;
-  std::unique_ptr<LogSink> log;
+  std::vector<std::shared_ptr<Sink>> sink_list;  // registered sinks (options + add_sink)
+  std::shared_ptr<SinkDispatcher> dispatcher;    // created with the first run that has sinks
   UsageTracker usage;  // across the runs this monitor finished
 
   // Sampler

@@ -11,7 +11,6 @@
 #include "core/run_state.hpp"
 #include "core/step_stack.hpp"
 #include "genscope/monitor.hpp"
-#include "genscope/report.hpp"
 
 namespace genscope {
 namespace detail {
@@ -131,9 +130,18 @@ Step ActiveRun::step(StepKind kind, std::string_view name, const char* source) {
       }
     }
     detail::push_step(&run, raw);
-    if (run.monitor->log->enabled()) {
-      run.monitor->log->write("INFO", "step start: " + std::string(name) + " (" +
-                                          std::string(to_string(kind)) + ")");
+    if (run.wants(Sink::kStepEvents)) {
+      std::lock_guard lock(run.mutex);
+      StepRecord began = raw->record;
+      began.metrics.reserve(n);
+      for (std::size_t c = 0; c < n; ++c) {
+        MetricFigures m;
+        m.name = run.columns[c].name;
+        m.unit = run.columns[c].unit;
+        m.before = raw->before[c];
+        began.metrics.push_back(std::move(m));
+      }
+      run.sinks->post(detail::StepBeganEvent{std::move(began)});
     }
     return Step(state_, raw);
   } catch (const std::exception& e) {
@@ -226,19 +234,15 @@ void Step::end() noexcept {
     }
     std::vector<double> after;
     run->sample_all(after);
-    std::string line;
-    {
-      std::lock_guard lock(run->mutex);
-      if (!st->open) return;  // already closed by finish()
-      st->open = false;
-      auto& open = run->open_steps;
-      open.erase(std::remove(open.begin(), open.end(), st), open.end());
-      run->open_count.fetch_sub(1, std::memory_order_release);
-      st->record.iteration_ns = std::move(st->iterations);
-      run->finalize_locked(*st, after, end_ns);
-      if (run->monitor->log->enabled()) line = detail::step_log_line(st->record);
-    }
-    if (!line.empty()) run->monitor->log->write("INFO", line);
+    std::lock_guard lock(run->mutex);
+    if (!st->open) return;  // already closed by finish()
+    st->open = false;
+    auto& open = run->open_steps;
+    open.erase(std::remove(open.begin(), open.end(), st), open.end());
+    run->open_count.fetch_sub(1, std::memory_order_release);
+    st->record.iteration_ns = std::move(st->iterations);
+    run->finalize_locked(*st, after, end_ns);
+    if (run->wants(Sink::kStepEvents)) run->sinks->post(detail::StepEndedEvent{st->record});
   } catch (...) {
     // Closing a step must never throw into the pipeline.
   }
@@ -294,11 +298,16 @@ void Step::begin_iterations() noexcept {
 
 void Step::mark_iteration_slow() noexcept {
   const std::int64_t now = detail::steady_now_ns();
+  const std::int64_t duration = now - state_->last_iteration_ns;
   try {
-    state_->iterations.push_back(now - state_->last_iteration_ns);
+    state_->iterations.push_back(duration);
   } catch (...) {
   }
   state_->last_iteration_ns = now;
+  if (run_->wants(Sink::kIterationEvents)) {
+    run_->sinks->post(
+        detail::IterationEvent{state_->record.id, state_->iterations.size() - 1, duration});
+  }
 }
 
 void Step::record_attempt(std::string_view strategy, StepStatus outcome, std::string_view error,
@@ -308,6 +317,9 @@ void Step::record_attempt(std::string_view strategy, StepStatus outcome, std::st
     std::lock_guard lock(run_->mutex);
     state_->record.attempts.push_back(
         Attempt{std::string(strategy), outcome, std::string(error), duration_ns});
+    if (run_->wants(Sink::kAttemptEvents)) {
+      run_->sinks->post(detail::AttemptEvent{state_->record.id, state_->record.attempts.back()});
+    }
   } catch (...) {
   }
 }

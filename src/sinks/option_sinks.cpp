@@ -1,0 +1,22 @@
+// The sinks a Monitor's options ask for: the text log and the history recorder.
+#include "core/option_sinks.hpp"
+
+#include <cstdlib>
+
+#include "sinks/history_sink.hpp"
+#include "sinks/log_file_sink.hpp"
+
+namespace genscope::detail {
+
+std::vector<std::shared_ptr<Sink>> make_option_sinks(const MonitorOptions& options) {
+  std::vector<std::shared_ptr<Sink>> sinks;
+  std::string log_path = options.log_path;
+  if (log_path.empty()) {
+    if (const char* env = std::getenv("GENSCOPE_LOG")) log_path = env;
+  }
+  if (!log_path.empty()) sinks.push_back(std::make_shared<LogFileSink>(log_path));
+  if (options.record) sinks.push_back(std::make_shared<HistorySink>(options.history_db));
+  return sinks;
+}
+
+}  // namespace genscope::detail
