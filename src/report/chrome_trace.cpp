@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "genscope/version.hpp"
 #include "report/downsample.hpp"
@@ -115,15 +116,16 @@ std::string object_text(std::initializer_list<std::pair<const char*, double>> fi
 
 // Depth of each step in the parent chain (bounded, so a malformed cycle cannot loop).
 std::vector<int> step_depths(const Run& run) {
+  std::unordered_map<int, std::size_t> index;
+  for (std::size_t i = 0; i < run.steps.size(); ++i) index.emplace(run.steps[i].id, i);
   std::vector<int> depth(run.steps.size(), 0);
   for (std::size_t i = 0; i < run.steps.size(); ++i) {
     int parent = run.steps[i].parent_id;
-    for (std::size_t guard = 0; parent >= 0 && guard < run.steps.size(); ++guard) {
-      const auto it = std::find_if(run.steps.begin(), run.steps.end(),
-                                   [parent](const StepRecord& s) { return s.id == parent; });
-      if (it == run.steps.end()) break;
+    for (std::size_t guard = 0; parent >= 0 && guard < 64; ++guard) {
+      const auto it = index.find(parent);
+      if (it == index.end()) break;
       ++depth[i];
-      parent = it->parent_id;
+      parent = run.steps[it->second].parent_id;
     }
   }
   return depth;

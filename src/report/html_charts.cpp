@@ -12,8 +12,9 @@
 // series); a missing sample is null (a gap in the line).
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <unordered_map>
 #include <numeric>
+#include <set>
 
 #include "report/console_style.hpp"
 #include "report/series_queries.hpp"
@@ -65,7 +66,7 @@ std::string runs_json(std::span<const Run> runs) {
     out += "{\"label\":";
     append_json_string(out, run_letter(r) + ": " + run.pipeline.name + " " + run.id.substr(0, 8));
     out += ",\"steps\":[";
-    std::map<int, int> depth;  // step id -> depth; parents come before their children
+    std::unordered_map<int, int> depth;  // step id -> depth; parents come before their children
     for (const StepRecord& s : run.steps) {
       const auto parent = depth.find(s.parent_id);
       const int d = parent == depth.end() ? 0 : parent->second + 1;
@@ -167,13 +168,12 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
       ++series_index;
       if (chart.unit != Unit::kBytes) continue;
       // The exact (or sampled) peak of each step, where its time is known.
-      std::vector<std::pair<std::int64_t, double>> seen;
+      std::set<std::pair<std::int64_t, double>> seen;
       for (const StepRecord& s : runs[r].steps) {
         const MetricFigures* f = s.metric(metric);
         if (f == nullptr || !std::isfinite(f->peak) || f->peak_offset_ns < 0) continue;
         const std::pair<std::int64_t, double> at{add_saturated(s.start_offset_ns, f->peak_offset_ns), f->peak};
-        if (std::find(seen.begin(), seen.end(), at) != seen.end()) continue;  // nested steps
-        seen.push_back(at);
+        if (!seen.insert(at).second) continue;  // nested steps share their parent's peak
         append_array_sep(peaks);
         peaks += "{\"series\":";
         append_int(peaks, static_cast<std::int64_t>(series_index));

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <unordered_map>
 
 #include "genscope/report.hpp"
 #include "genscope/version.hpp"
@@ -115,13 +116,11 @@ void steps_table(std::string& out, const Run& run, std::size_t r, std::size_t ru
   }
   out += "<th>status</th><th>attempts</th><th class=\"num\">iterations</th></tr></thead><tbody>";
   // Depth from the parent chain: the document lists parents before their children.
-  std::vector<std::pair<int, int>> depth;  // (step id, depth)
+  std::unordered_map<int, int> depth;  // step id -> depth
   for (const StepRecord& s : run.steps) {
-    int d = 0;
-    for (const auto& [id, pd] : depth) {
-      if (id == s.parent_id) d = pd + 1;
-    }
-    depth.emplace_back(s.id, d);
+    const auto parent = depth.find(s.parent_id);
+    const int d = parent == depth.end() ? 0 : parent->second + 1;
+    depth.emplace(s.id, d);
     const double share = run.duration_ns > 0 ? 100.0 * static_cast<double>(s.duration_ns) /
                                                     static_cast<double>(run.duration_ns)
                                               : kNaN;

@@ -127,14 +127,21 @@
           // The highest peak of each series gets its value and step written next to it.
           ctx.font = (11 * pr) + 'px sans-serif';
           ctx.textBaseline = 'bottom';
+          var placed = [];  // label boxes already drawn: a label that would overlap moves down
           Object.keys(best).forEach(function (k) {
             var b = best[k], text = 'peak ' + formatter(chart.unit)(b.p.y) + ' (' + b.p.step + ')';
-            var w = ctx.measureText(text).width;
+            var w = ctx.measureText(text).width, h = 14 * pr;
             var x = Math.min(b.x + 6 * pr, u.bbox.left + u.bbox.width - w);
+            var y = Math.max(b.y - 16 * pr, u.bbox.top);
+            for (var i = 0; i < placed.length; i++) {
+              var o = placed[i];
+              if (x < o.x + o.w && o.x < x + w && y < o.y + h && o.y < y + h) { y = o.y + h + pr; i = -1; }
+            }
+            placed.push({x: x, y: y, w: w});
             ctx.fillStyle = 'rgba(255,255,255,0.8)';
-            ctx.fillRect(x - 2, b.y - 16 * pr, w + 4, 14 * pr);
+            ctx.fillRect(x - 2, y, w + 4, h);
             ctx.fillStyle = colors[b.p.series];
-            ctx.fillText(text, x, b.y - 3 * pr);
+            ctx.fillText(text, x, y + 13 * pr);
           });
           ctx.restore();
         }],

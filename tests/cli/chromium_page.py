@@ -222,7 +222,7 @@ def main():
         browser.send("Emulation.setDeviceMetricsOverride",
                      {"width": args.width, "height": args.height, "deviceScaleFactor": 1,
                       "mobile": False})
-        url = "file://" + os.path.abspath(args.page)
+        url = args.page if "://" in args.page else "file://" + os.path.abspath(args.page)
         browser.send("Page.navigate", {"url": url})
         browser.wait_event("Page.loadEventFired")
         checks = browser.send("Runtime.evaluate", {"expression": args.checks,

@@ -60,6 +60,9 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
     o.out_dir = args->out;
     if (!args->budget.empty()) o.memory_budget_bytes = parse_memory_size(args->budget);
     validate_demo_options(o);  // fails before any work (e.g. unwritable --out)
+    if (args->no_monitor && args->exports.any()) {
+      throw Error("InvalidOption", "--html, --trace and --csv need the monitor (drop --no-monitor)");
+    }
     MonitorOptions mo;
     mo.enabled = !args->no_monitor;
     mo.record = args->record;
@@ -77,7 +80,7 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
     std::cout << "outputs: " << result.images.size() << " PNG file(s) in " << o.out_dir.string()
               << " (xxh3 " << result.output_hash << ")\n";
     if (!args->no_monitor) std::cout << "run document: " << run_path.string() << "\n";
-    if (!args->no_monitor) write_exports(std::span<const Run>(&result.run, 1), args->exports, std::cout);
+    write_exports(std::span<const Run>(&result.run, 1), args->exports, std::cout);
     if (!result.error.empty()) {
       std::cerr << "genscope demo: the pipeline failed: " << result.error << "\n";
       context.exit_code = 1;
