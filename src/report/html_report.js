@@ -129,6 +129,7 @@
           ctx.textBaseline = 'bottom';
           var placed = [];  // label boxes already drawn: a label that would overlap moves down
           Object.keys(best).forEach(function (k) {
+            if (!(best[k].p.y > 0)) return;  // a zero peak needs no label
             var b = best[k], text = 'peak ' + formatter(chart.unit)(b.p.y) + ' (' + b.p.step + ')';
             var w = ctx.measureText(text).width, h = 14 * pr;
             var x = Math.min(b.x + 6 * pr, u.bbox.left + u.bbox.width - w);
@@ -179,8 +180,23 @@
       };
     }
     var axes = [{values: function (u, splits) { return splits.map(formatX); }}];
+    // Exact peaks can lie above every sample: the y range includes them, so no marker is cut.
+    var peakMax = {}, peakMin = {};
+    chart.peaks.forEach(function (p) {
+      var scale = series[p.series] && series[p.series].scale;
+      if (scale && !(peakMax[scale] >= p.y)) peakMax[scale] = p.y;
+      if (scale && !(peakMin[scale] <= p.y)) peakMin[scale] = p.y;
+    });
     chart.axes.forEach(function (a, i) {
-      scales[a.scale] = a.from_zero ? {range: function (u, min, max) { return [0, max > 0 ? max * 1.08 : 1]; }} : {};
+      var top = peakMax[a.scale], bottom = peakMin[a.scale];
+      scales[a.scale] = {range: function (u, min, max) {
+        if (top != null && (max == null || top > max)) max = top;
+        if (bottom != null && (min == null || bottom < min)) min = bottom;
+        if (min == null || max == null) return [0, 1];
+        if (a.from_zero) return [0, max > 0 ? max * 1.08 : 1];
+        var pad = (max - min) * 0.05 || Math.abs(max) * 0.01 || 1;
+        return [min - pad, max + pad];
+      }};
       axes.push({scale: a.scale, side: i === 0 ? 3 : 1, label: a.label, size: 78,
                  incrs: chart.unit === 'bytes' ? byteIncrs : undefined,
                  grid: {show: i === 0}, values: function (u, splits) { return axisValues(chart.unit, splits); }});

@@ -85,7 +85,14 @@ grep -q "71.5 / 100" "$tmp/two.html" || fail "validation score"
 grep -q "custom_thing" "$tmp/two.html" || fail "other attachments are listed"
 if grep -q "<script><script>alert" "$tmp/two.html"; then fail "a step name reached the page unescaped"; fi
 
-# 3. Size: downsampling bounds the page whatever the number of samples.
+# 3. A file that cannot be written is a named error (exit 2), and nothing is left behind.
+set +e
+out=$("$GENSCOPE" report "$here/golden/run.json" --html "$tmp/missing/dir/r.html" 2>&1); rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "\[WriteFailed\]" <<<"$out" || fail "unwritable --html: rc=$rc $out"
+[ ! -e "$tmp/missing" ] || fail "unwritable --html left files"
+
+# 4. Size: downsampling bounds the page whatever the number of samples.
 size=$(stat -c %s "$tmp/two.html")
 [ "$size" -lt 2000000 ] || fail "two-run report is $size bytes"
 echo "html export: ok"
