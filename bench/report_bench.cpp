@@ -76,7 +76,8 @@ const Run& bench_run() {
 
 fs::path run_file() {
   static const fs::path path = [] {
-    const fs::path dir = fs::temp_directory_path() / ("genscope_report_bench_" + std::to_string(getuid()));
+    const fs::path dir =
+        fs::temp_directory_path() / ("genscope_report_bench_" + std::to_string(getuid()));
     fs::create_directories(dir);
     write_run_file(bench_run(), dir / "run.json");
     return dir / "run.json";

@@ -45,12 +45,12 @@ struct Slice {
   std::int64_t start = 0;
   std::int64_t end = 0;
   SliceKind kind = SliceKind::kStep;
-  int depth = 0;          // nesting depth of the owning step
-  std::size_t step = 0;   // index of the owning step in run.steps
+  int depth = 0;         // nesting depth of the owning step
+  std::size_t step = 0;  // index of the owning step in run.steps
   std::string name;
   std::string cat;
-  std::string args;       // JSON object text
-  std::string async_id;   // empty: on the thread track
+  std::string args;      // JSON object text
+  std::string async_id;  // empty: on the thread track
 };
 
 constexpr const char* kLayoutNote =
@@ -72,12 +72,10 @@ std::string step_args(const StepRecord& s) {
   }
   json metrics = json::object();
   for (const MetricFigures& m : s.metrics) {
-    metrics[m.name] = json{{"unit", std::string(to_string(m.unit))},
-                           {"before", number_or_null(m.before)},
-                           {"peak", number_or_null(m.peak)},
-                           {"after", number_or_null(m.after)},
-                           {"peak_offset_ns", m.peak_offset_ns},
-                           {"peak_source", m.peak_source}};
+    metrics[m.name] =
+        json{{"unit", std::string(to_string(m.unit))}, {"before", number_or_null(m.before)},
+             {"peak", number_or_null(m.peak)},         {"after", number_or_null(m.after)},
+             {"peak_offset_ns", m.peak_offset_ns},     {"peak_source", m.peak_source}};
   }
   if (!metrics.empty()) a["metrics"] = std::move(metrics);
   if (!s.iteration_ns.empty()) {
@@ -139,17 +137,31 @@ std::vector<Slice> collect_slices(const Run& run, const ChromeTraceOptions& opti
     const StepRecord& s = run.steps[i];
     const std::int64_t start = s.start_offset_ns;
     const std::int64_t end = add_saturated(start, std::max<std::int64_t>(s.duration_ns, 0));
-    slices.push_back(Slice{start, end, SliceKind::kStep, depth[i], i, s.name,
-                           std::string(to_string(s.kind)), step_args(s), {}});
+    slices.push_back(Slice{start,
+                           end,
+                           SliceKind::kStep,
+                           depth[i],
+                           i,
+                           s.name,
+                           std::string(to_string(s.kind)),
+                           step_args(s),
+                           {}});
     std::int64_t t = start;
     for (std::size_t a = 0; a < s.attempts.size(); ++a) {
       const Attempt& at = s.attempts[a];
-      const std::int64_t a_end = std::min(end, add_saturated(t, std::max<std::int64_t>(at.duration_ns, 0)));
+      const std::int64_t a_end =
+          std::min(end, add_saturated(t, std::max<std::int64_t>(at.duration_ns, 0)));
       json args{{"outcome", std::string(to_string(at.outcome))}, {"duration_ns", at.duration_ns}};
       if (!at.error.empty()) args["error"] = at.error;
-      slices.push_back(Slice{t, a_end, SliceKind::kAttempt, depth[i], i,
-                             "attempt " + std::to_string(a + 1) + ": " + at.strategy, "attempt",
-                             args.dump(-1, ' ', false, json::error_handler_t::replace), {}});
+      slices.push_back(Slice{t,
+                             a_end,
+                             SliceKind::kAttempt,
+                             depth[i],
+                             i,
+                             "attempt " + std::to_string(a + 1) + ": " + at.strategy,
+                             "attempt",
+                             args.dump(-1, ' ', false, json::error_handler_t::replace),
+                             {}});
       t = a_end;
     }
     const std::size_t n = s.iteration_ns.size();
@@ -170,10 +182,11 @@ std::vector<Slice> collect_slices(const Run& run, const ChromeTraceOptions& opti
         slice.args = object_text({{"duration_ns", static_cast<double>(s.iteration_ns[first])}});
       } else {
         slice.name = "iterations " + std::to_string(first + 1) + "-" + std::to_string(last);
-        slice.args = object_text({{"count", static_cast<double>(last - first)},
-                                  {"mean_ns", static_cast<double>(total) / static_cast<double>(last - first)},
-                                  {"min_ns", static_cast<double>(low)},
-                                  {"max_ns", static_cast<double>(high)}});
+        slice.args = object_text(
+            {{"count", static_cast<double>(last - first)},
+             {"mean_ns", static_cast<double>(total) / static_cast<double>(last - first)},
+             {"min_ns", static_cast<double>(low)},
+             {"max_ns", static_cast<double>(high)}});
       }
       slices.push_back(std::move(slice));
       t = it_end;
@@ -204,7 +217,8 @@ void place_slices(const Run& run, std::vector<Slice>& slices) {
     }
     const int id = run.steps[s.step].id;
     char buf[32];
-    std::snprintf(buf, sizeof buf, "0x%x", static_cast<unsigned>(id) * 4u + static_cast<unsigned>(s.kind) + 1u);
+    std::snprintf(buf, sizeof buf, "0x%x",
+                  static_cast<unsigned>(id) * 4u + static_cast<unsigned>(s.kind) + 1u);
     if (s.kind != SliceKind::kStep && step_async[s.step]) {
       s.async_id = buf;
       continue;
@@ -279,8 +293,11 @@ void write_counters(std::string& out, const Run& run, int pid, const ChromeTrace
 json run_metadata(const Run& run, int pid, const ChromeTraceOptions& options) {
   json gpus = json::array();
   for (const GpuInfo& g : run.gpus) {
-    gpus.push_back(json{{"index", g.index}, {"name", g.name}, {"uuid", g.uuid},
-                        {"driver_version", g.driver_version}, {"total_bytes", g.total_bytes}});
+    gpus.push_back(json{{"index", g.index},
+                        {"name", g.name},
+                        {"uuid", g.uuid},
+                        {"driver_version", g.driver_version},
+                        {"total_bytes", g.total_bytes}});
   }
   return json{{"pid", pid},
               {"id", run.id},
@@ -319,7 +336,8 @@ void write_run(std::string& out, const Run& run, int pid, const ChromeTraceOptio
   std::sort(threads.begin(), threads.end());
   threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
   for (int t : threads) {
-    metadata_event(out, pid, t + 1, "thread_name", "name", json_string("thread " + std::to_string(t)));
+    metadata_event(out, pid, t + 1, "thread_name", "name",
+                   json_string("thread " + std::to_string(t)));
     metadata_event(out, pid, t + 1, "thread_sort_index", "sort_index", std::to_string(t));
   }
 
@@ -345,7 +363,8 @@ void write_run(std::string& out, const Run& run, int pid, const ChromeTraceOptio
       append_int(out, tid);
       out += ",\"ts\":";
       append_us(out, begin ? s.start : s.end);
-      out += ",\"cat\":" + cat + ",\"name\":" + name + ",\"id2\":{\"local\":\"" + s.async_id + "\"}";
+      out +=
+          ",\"cat\":" + cat + ",\"name\":" + name + ",\"id2\":{\"local\":\"" + s.async_id + "\"}";
       if (begin) out += ",\"args\":" + s.args;
       out += "}";
     }
@@ -355,9 +374,10 @@ void write_run(std::string& out, const Run& run, int pid, const ChromeTraceOptio
     begin_event(out, "i", pid);
     out += ",\"s\":\"p\",\"ts\":";
     append_us(out, e.offset_ns);
-    out += ",\"cat\":\"monitoring_error\",\"name\":" + json_string("monitoring error: " + e.source) +
-           ",\"args\":{\"message\":" + json_string(e.message) + ",\"step\":" + json_string(e.step) +
-           "}}";
+    out +=
+        ",\"cat\":\"monitoring_error\",\"name\":" + json_string("monitoring error: " + e.source) +
+        ",\"args\":{\"message\":" + json_string(e.message) + ",\"step\":" + json_string(e.step) +
+        "}}";
   }
 }
 

@@ -90,11 +90,28 @@ std::string render_steps_csv(std::span<const Run> runs) {
 
   std::string out;
   CsvWriter w(out);
-  for (const char* h :
-       {"run_id", "step_id", "parent_id", "name", "kind", "status", "thread", "start_offset_ns",
-        "duration_ns", "share_of_run_percent", "error_type", "error_message", "source",
-        "attempts", "attempt_chain", "strategy_used", "iterations", "iterations_per_second",
-        "iteration_first_ns", "iteration_mean_ns", "iteration_p50_ns", "iteration_p95_ns"}) {
+  for (const char* h : {"run_id",
+                        "step_id",
+                        "parent_id",
+                        "name",
+                        "kind",
+                        "status",
+                        "thread",
+                        "start_offset_ns",
+                        "duration_ns",
+                        "share_of_run_percent",
+                        "error_type",
+                        "error_message",
+                        "source",
+                        "attempts",
+                        "attempt_chain",
+                        "strategy_used",
+                        "iterations",
+                        "iterations_per_second",
+                        "iteration_first_ns",
+                        "iteration_mean_ns",
+                        "iteration_p50_ns",
+                        "iteration_p95_ns"}) {
     w.text(h);
   }
   for (const std::string& m : metrics) {
@@ -118,15 +135,16 @@ std::string render_steps_csv(std::span<const Run> runs) {
       w.integer(s.start_offset_ns);
       w.integer(s.duration_ns);
       w.number(run.duration_ns > 0 ? 100.0 * static_cast<double>(s.duration_ns) /
-                                                  static_cast<double>(run.duration_ns)
-                                            : kNaN);
+                                         static_cast<double>(run.duration_ns)
+                                   : kNaN);
       w.text(s.error_type);
       w.text(s.error_message);
       w.text(s.source);
       w.integer(static_cast<std::int64_t>(s.attempts.size()));
       std::string chain, used;
       for (const Attempt& a : s.attempts) {
-        chain += (chain.empty() ? "" : " > ") + a.strategy + " (" + std::string(to_string(a.outcome)) + ")";
+        chain += (chain.empty() ? "" : " > ") + a.strategy + " (" +
+                 std::string(to_string(a.outcome)) + ")";
         if (a.outcome == StepStatus::kOk) used = a.strategy;
       }
       w.text(chain);

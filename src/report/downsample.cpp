@@ -58,14 +58,15 @@ std::vector<std::size_t> minmax_rows(std::span<const std::int64_t> x, const doub
   return rows;
 }
 
-std::vector<std::size_t> minmax_rows(const TimeSeries& series,
-                                     std::span<const std::size_t> columns, std::size_t spans) {
+std::vector<std::size_t> minmax_rows(const TimeSeries& series, std::span<const std::size_t> columns,
+                                     std::size_t spans) {
   const std::size_t n = series.size();
   const std::size_t width = series.metrics.size();
   std::vector<char> kept(n, 0);
   for (std::size_t column : columns) {
     if (column >= width) continue;
-    for (std::size_t row : minmax_rows(series.offset_ns, series.values.data() + column, width, spans)) {
+    for (std::size_t row :
+         minmax_rows(series.offset_ns, series.values.data() + column, width, spans)) {
       kept[row] = 1;
     }
   }

@@ -22,7 +22,7 @@ std::vector<std::size_t> minmax_rows(std::span<const std::int64_t> x, const doub
                                      std::size_t stride, std::size_t spans);
 
 /// The union (sorted, without duplicates) of minmax_rows() over the given columns of a series.
-std::vector<std::size_t> minmax_rows(const TimeSeries& series,
-                                     std::span<const std::size_t> columns, std::size_t spans);
+std::vector<std::size_t> minmax_rows(const TimeSeries& series, std::span<const std::size_t> columns,
+                                     std::size_t spans);
 
 }  // namespace genscope::detail

@@ -66,7 +66,8 @@ std::string list_details(const char* summary, const json& items) {
   if (!items.is_array() || items.empty()) return "";
   std::string out = "<details><summary>" + std::string(summary) + " (" +
                     std::to_string(items.size()) + ")</summary><ul>";
-  for (const json& i : items) out += "<li>" + esc(i.is_string() ? i.get<std::string>() : i.dump()) + "</li>";
+  for (const json& i : items)
+    out += "<li>" + esc(i.is_string() ? i.get<std::string>() : i.dump()) + "</li>";
   return out + "</ul></details>";
 }
 
@@ -100,8 +101,9 @@ double count(const json& j, const char* key) {
 
 void model_changes(std::string& out, const char* model, const json& patches, const json& weights) {
   if (!patches.is_object() && !weights.is_object()) return;
-  const double changed = field(weights, "keys_changed").is_array() ? count(weights, "keys_changed")
-                                                                    : number(weights, "values_changed");
+  const double changed = field(weights, "keys_changed").is_array()
+                             ? count(weights, "keys_changed")
+                             : number(weights, "values_changed");
   out += "<tr><td>" + std::string(model) + "</td>" +
          td_num(fixed(number(patches, "total_patched_keys"), "%.0f")) +
          td_num(fixed(changed, "%.0f")) + td_num(fixed(count(weights, "keys_common"), "%.0f")) +
@@ -119,7 +121,8 @@ std::string html_tensor_section(std::span<const Run> runs) {
     const json& stats = field(d, "stats");
     const json& cls = field(d, "classification");
     std::string family = text(cls, "family");
-    if (family.empty() && field(cls, "candidates").is_array() && !field(cls, "candidates").empty()) {
+    if (family.empty() && field(cls, "candidates").is_array() &&
+        !field(cls, "candidates").empty()) {
       family = "one of";
       for (const json& c : field(cls, "candidates")) family += " " + text(c, "family");
     }
@@ -142,9 +145,10 @@ std::string html_tensor_section(std::span<const Run> runs) {
             esc(text(d, "role")) + "</td><td>" + esc(shape_text(field(d, "shape"))) + "</td><td>" +
             esc(text(d, "dtype")) + " " + esc(text(d, "device")) + "</td>" +
             td_num(esc(format_bytes(number(stats, "bytes")))) +
-            td_num(fixed(number(stats, "min"), "%.4g")) + td_num(fixed(number(stats, "max"), "%.4g")) +
-            td_num(fixed(number(stats, "mean"), "%.4g")) + td_num(fixed(number(stats, "std"), "%.4g")) +
-            td_num(count_text(stats, "nan_count")) +
+            td_num(fixed(number(stats, "min"), "%.4g")) +
+            td_num(fixed(number(stats, "max"), "%.4g")) +
+            td_num(fixed(number(stats, "mean"), "%.4g")) +
+            td_num(fixed(number(stats, "std"), "%.4g")) + td_num(count_text(stats, "nan_count")) +
             td_num(fixed(number(stats, "pos_inf_count") + number(stats, "neg_inf_count"), "%.0f")) +
             td_num(count_text(stats, "zero_count")) + "<td>" + esc(family) + "</td><td>" + checks +
             "</td></tr>";
@@ -154,7 +158,8 @@ std::string html_tensor_section(std::span<const Run> runs) {
          "<th>role</th><th>shape</th><th>dtype, device</th><th class=\"num\">size</th>"
          "<th class=\"num\">min</th><th class=\"num\">max</th><th class=\"num\">mean</th>"
          "<th class=\"num\">std</th><th class=\"num\">NaN</th><th class=\"num\">&plusmn;Inf</th>"
-         "<th class=\"num\">zeros</th><th>family</th><th>checks and flags</th></tr></thead><tbody>" +
+         "<th class=\"num\">zeros</th><th>family</th><th>checks and "
+         "flags</th></tr></thead><tbody>" +
          rows + "</tbody></table></div>";
 }
 
@@ -169,11 +174,15 @@ std::string html_lora_section(std::span<const Run> runs) {
     const json& file = field(d, "lora_file");
     const json& success = field(d, "lora_application_success");
     out += "<h3>" + esc(a.name) + " <span class=\"note\">in " + where(runs, r, s) + "</span></h3>";
-    out += "<p>File " + esc(text(file, "path").empty() ? text(file, "filename") : text(file, "path")) +
-           (number(file, "file_size_bytes") > 0 ? ", " + esc(format_bytes(number(file, "file_size_bytes"))) : "");
+    out += "<p>File " +
+           esc(text(file, "path").empty() ? text(file, "filename") : text(file, "path")) +
+           (number(file, "file_size_bytes") > 0
+                ? ", " + esc(format_bytes(number(file, "file_size_bytes")))
+                : "");
     if (success.is_boolean()) {
-      out += std::string("; application ") + (success.get<bool>() ? "<span class=\"ok\">succeeded</span>"
-                                                                  : "<span class=\"failed\">failed</span>");
+      out += std::string("; application ") + (success.get<bool>()
+                                                  ? "<span class=\"ok\">succeeded</span>"
+                                                  : "<span class=\"failed\">failed</span>");
     }
     out += "</p>";
     const json& fit = field(d, "fit");
@@ -207,17 +216,21 @@ std::string html_lora_section(std::span<const Run> runs) {
       out += verdict.empty() ? "" : "<p>" + esc(verdict) + "</p>";
       out += "<table class=\"lora\"><tbody><tr><th>LoRA modules loaded</th>" +
              td_num(fixed(loaded, "%.0f") + " of " + fixed(modules, "%.0f") + " (" +
-                    fixed(100 * loaded / modules, "%.1f %%") + ")") + "</tr>";
+                    fixed(100 * loaded / modules, "%.1f %%") + ")") +
+             "</tr>";
       if (std::isfinite(base_keys)) {
         out += "<tr><th>base weights patched</th>" +
                td_num(fixed(patched, "%.0f") + " of " + fixed(base_keys, "%.0f") + " (" +
-                      fixed(100 * patched / base_keys, "%.1f %%") + ")") + "</tr>";
+                      fixed(100 * patched / base_keys, "%.1f %%") + ")") +
+               "</tr>";
       }
       if (!architectures.empty()) {
         out += "<tr><th>architectures (LoRA / base)</th><td>" + esc(architectures) + "</td></tr>";
       }
-      out += "<tr><th>\"lora key not loaded\"</th>" + td_num(fixed(modules - loaded, "%.0f")) + "</tr>";
-      out += "<tr><th>NOT LOADED (keys the base lacks)</th>" + td_num(fixed(missing, "%.0f")) + "</tr>";
+      out += "<tr><th>\"lora key not loaded\"</th>" + td_num(fixed(modules - loaded, "%.0f")) +
+             "</tr>";
+      out += "<tr><th>NOT LOADED (keys the base lacks)</th>" + td_num(fixed(missing, "%.0f")) +
+             "</tr>";
       if (std::isfinite(mismatches)) {
         out += "<tr><th>shape mismatches</th>" + td_num(fixed(mismatches, "%.0f")) + "</tr>";
       }
@@ -233,10 +246,12 @@ std::string html_lora_section(std::span<const Run> runs) {
     model_changes(models, "clip", field(d, "clip_lora_patches"), field(d, "clip_weight_changes"));
     model_changes(models, "model", field(d, "patches"), field(d, "weights"));
     if (!models.empty()) {
-      out += "<table class=\"lora-models\"><thead><tr><th>model</th><th class=\"num\">patched keys"
-             "</th><th class=\"num\">weights changed</th><th class=\"num\">common keys</th>"
-             "<th class=\"num\">keys added</th><th class=\"num\">keys removed</th></tr></thead>"
-             "<tbody>" + models + "</tbody></table>";
+      out +=
+          "<table class=\"lora-models\"><thead><tr><th>model</th><th class=\"num\">patched keys"
+          "</th><th class=\"num\">weights changed</th><th class=\"num\">common keys</th>"
+          "<th class=\"num\">keys added</th><th class=\"num\">keys removed</th></tr></thead>"
+          "<tbody>" +
+          models + "</tbody></table>";
     }
     out += list_details("errors", field(d, "errors"));
   });
@@ -250,13 +265,16 @@ std::string html_validation_section(std::span<const Run> runs) {
     const json& d = a.data;
     const bool met = field(d, "met").is_boolean() && field(d, "met").get<bool>();
     out += "<p><span class=\"score\">" + fixed(number(d, "score"), "%.1f") + " / 100</span> " +
-           (met ? "<span class=\"ok\">target met</span>" : "<span class=\"missed\">target missed</span>") +
+           (met ? "<span class=\"ok\">target met</span>"
+                : "<span class=\"missed\">target missed</span>") +
            " <span class=\"note\">" + where(runs, r, s) +
-           (text(d, "architecture").empty() ? "" : ", " + esc(text(d, "architecture"))) + "</span></p>";
+           (text(d, "architecture").empty() ? "" : ", " + esc(text(d, "architecture"))) +
+           "</span></p>";
     if (field(d, "results").is_array() && !field(d, "results").empty()) {
-      out += "<table class=\"targets\"><thead><tr><th>scope</th><th>target</th><th class=\"num\">"
-             "limit</th><th class=\"num\">actual</th><th class=\"num\">score</th><th>met</th>"
-             "<th>note</th></tr></thead><tbody>";
+      out +=
+          "<table class=\"targets\"><thead><tr><th>scope</th><th>target</th><th class=\"num\">"
+          "limit</th><th class=\"num\">actual</th><th class=\"num\">score</th><th>met</th>"
+          "<th>note</th></tr></thead><tbody>";
       for (const json& t : field(d, "results")) {
         const bool ok = field(t, "met").is_boolean() && field(t, "met").get<bool>();
         const std::string target = text(t, "target");
@@ -264,7 +282,8 @@ std::string html_validation_section(std::span<const Run> runs) {
                td_num(target_value(target, number(t, "limit"))) +
                td_num(target_value(target, number(t, "actual"))) +
                td_num(fixed(number(t, "score"), "%.1f")) + "<td class=\"" +
-               (ok ? "ok\">yes" : "missed\">no") + "</td><td>" + esc(text(t, "note")) + "</td></tr>";
+               (ok ? "ok\">yes" : "missed\">no") + "</td><td>" + esc(text(t, "note")) +
+               "</td></tr>";
       }
       out += "</tbody></table>";
     }
@@ -279,7 +298,8 @@ std::string html_validation_section(std::span<const Run> runs) {
     }
     if (field(d, "recommendations").is_array() && !field(d, "recommendations").empty()) {
       out += "<h3>Recommendations</h3><ul>";
-      for (const json& g : field(d, "recommendations")) out += "<li>" + esc(text(g, "text")) + "</li>";
+      for (const json& g : field(d, "recommendations"))
+        out += "<li>" + esc(text(g, "text")) + "</li>";
       out += "</ul>";
     }
   });
@@ -298,7 +318,8 @@ std::string html_other_attachments(std::span<const Run> runs) {
              " more bytes: the whole attachment is in the run document";
       body.resize(kMaxShown);
     }
-    out += "<details><summary>" + esc(a.type) + (a.name.empty() ? "" : " &ldquo;" + esc(a.name) + "&rdquo;") +
+    out += "<details><summary>" + esc(a.type) +
+           (a.name.empty() ? "" : " &ldquo;" + esc(a.name) + "&rdquo;") +
            " <span class=\"note\">in " + where(runs, r, s) + "</span></summary><pre>" + esc(body) +
            esc(more) + "</pre></details>";
   });

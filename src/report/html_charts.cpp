@@ -12,15 +12,15 @@
 // series); a missing sample is null (a gap in the line).
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 
 #include "report/console_style.hpp"
-#include "report/series_queries.hpp"
 #include "report/downsample.hpp"
-#include "report/html_parts.hpp"
 #include "report/export_util.hpp"
+#include "report/html_parts.hpp"
+#include "report/series_queries.hpp"
 
 namespace genscope::detail {
 namespace {
@@ -81,7 +81,8 @@ std::string runs_json(std::span<const Run> runs) {
       out += ",\"start\":";
       append_seconds(out, s.start_offset_ns);
       out += ",\"end\":";
-      append_seconds(out, add_saturated(s.start_offset_ns, std::max<std::int64_t>(s.duration_ns, 0)));
+      append_seconds(out,
+                     add_saturated(s.start_offset_ns, std::max<std::int64_t>(s.duration_ns, 0)));
       out += ",\"depth\":";
       append_int(out, d);
       out += "}";
@@ -121,11 +122,12 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
   out += "],";
   out += std::string("\"id\":\"") + chart.id + "\",\"unit\":\"" + chart.unit_name +
          "\",\"x_unit\":\"seconds\",\"x_label\":\"time\",\"height\":" +
-         (chart.unit == Unit::kBytes ? "380" : "240") + ",\"points\":false,\"bands\":" +
-         (chart.unit == Unit::kBytes ? "true" : "false") + ",\"axes\":[";
+         (chart.unit == Unit::kBytes ? "380" : "240") +
+         ",\"points\":false,\"bands\":" + (chart.unit == Unit::kBytes ? "true" : "false") +
+         ",\"axes\":[";
   out += std::string("{\"scale\":\"y\",\"label\":\"") +
-         (two_axes ? "process and GPU" : chart.unit_name) + "\",\"from_zero\":" +
-         (chart.from_zero ? "true" : "false") + "}";
+         (two_axes ? "process and GPU" : chart.unit_name) +
+         "\",\"from_zero\":" + (chart.from_zero ? "true" : "false") + "}";
   if (two_axes) out += ",{\"scale\":\"sys\",\"label\":\"system\",\"from_zero\":false}";
   out += "],\"tables\":[";
 
@@ -156,7 +158,8 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
       const std::string& metric = ts.metrics[columns[c]];
       if (c) out += ',';
       out += "{\"label\":";
-      append_json_string(out, metric_label(metric) + (runs.size() > 1 ? " · " + run_letter(r) : ""));
+      append_json_string(out,
+                         metric_label(metric) + (runs.size() > 1 ? " · " + run_letter(r) : ""));
       out += std::string(",\"scale\":\"") + scale_of(metric) + "\",\"color\":";
       append_int(out, std::find(metrics.begin(), metrics.end(), metric) - metrics.begin());
       out += ",\"values\":[";
@@ -172,7 +175,8 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
       for (const StepRecord& s : runs[r].steps) {
         const MetricFigures* f = s.metric(metric);
         if (f == nullptr || !std::isfinite(f->peak) || f->peak_offset_ns < 0) continue;
-        const std::pair<std::int64_t, double> at{add_saturated(s.start_offset_ns, f->peak_offset_ns), f->peak};
+        const std::pair<std::int64_t, double> at{
+            add_saturated(s.start_offset_ns, f->peak_offset_ns), f->peak};
         if (!seen.insert(at).second) continue;  // nested steps share their parent's peak
         append_array_sep(peaks);
         peaks += "{\"series\":";
@@ -264,10 +268,12 @@ HtmlChartData html_chart_data(std::span<const Run> runs, std::size_t spans) {
     if (!unit_chart_json(charts, runs, chart, spans)) continue;
     HtmlChart c{chart.id, "timeline", chart.title, sampling_note};
     if (chart.unit == Unit::kBytes) {
-      c.note = "Shaded bands and the lane above the plot: top-level steps (red outline: failed "
-               "or skipped). Diamonds: each step's peak at the time it happened (exact peaks "
-               "come from kernel or allocator high-water marks and can lie above the sampled "
-               "line). " + sampling_note;
+      c.note =
+          "Shaded bands and the lane above the plot: top-level steps (red outline: failed "
+          "or skipped). Diamonds: each step's peak at the time it happened (exact peaks "
+          "come from kernel or allocator high-water marks and can lie above the sampled "
+          "line). " +
+          sampling_note;
     }
     data.charts.push_back(std::move(c));
   }

@@ -15,7 +15,7 @@ struct HtmlChart {
   std::string id;       ///< The element id is "chart-" + id.
   std::string section;  ///< "timeline" or "iterations".
   std::string title;
-  std::string note;     ///< How to read it (downsampling, markers), shown under the chart.
+  std::string note;  ///< How to read it (downsampling, markers), shown under the chart.
 };
 
 /// The data the page's script draws from (JSON object text) and the charts it describes.

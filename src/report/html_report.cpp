@@ -13,9 +13,9 @@
 #include "genscope/version.hpp"
 #include "report/assets.hpp"
 #include "report/console_style.hpp"
-#include "report/series_queries.hpp"
 #include "report/export_util.hpp"
 #include "report/html_parts.hpp"
+#include "report/series_queries.hpp"
 
 namespace genscope {
 namespace {
@@ -64,7 +64,8 @@ std::vector<std::string> peak_metrics(const Run& run) {
 // high-water mark the sampler never saw) the time of the highest sample inside the step.
 std::string peak_cell(const Run& run, const StepRecord& step, const MetricFigures* m) {
   if (m == nullptr || !std::isfinite(m->peak)) return "<td class=\"num\">n/a</td>";
-  const std::string title = "before " + format_bytes(m->before) + ", after " + format_bytes(m->after);
+  const std::string title =
+      "before " + format_bytes(m->before) + ", after " + format_bytes(m->after);
   const std::string source = m->peak_source.empty() ? "peak" : m->peak_source;
   std::string when;
   if (m->peak_offset_ns >= 0) {
@@ -74,7 +75,8 @@ std::string peak_cell(const Run& run, const StepRecord& step, const MetricFigure
         run, m->name, step.start_offset_ns,
         detail::add_saturated(step.start_offset_ns, std::max<std::int64_t>(step.duration_ns, 0)));
     const std::string at =
-        h.found ? "at +" + format_duration(static_cast<double>(h.offset_ns - step.start_offset_ns)) : "";
+        h.found ? "at +" + format_duration(static_cast<double>(h.offset_ns - step.start_offset_ns))
+                : "";
     if (!h.found) {
       when = source + "; no sample inside the step, so no time";
     } else if (h.value >= m->peak) {
@@ -96,8 +98,8 @@ std::string attempts_cell(const StepRecord& s) {
     std::string title = format_duration(static_cast<double>(a.duration_ns));
     if (!a.error.empty()) title += ": " + a.error;
     cell += std::string(i ? " &rarr; " : "") + "<span class=\"" + (ok ? "ok" : "failed") +
-            "\" title=\"" + esc(title) + "\">" + esc(a.strategy) + (ok ? " &#10003;" : " &#10007;") +
-            "</span>";
+            "\" title=\"" + esc(title) + "\">" + esc(a.strategy) +
+            (ok ? " &#10003;" : " &#10007;") + "</span>";
   }
   return cell + "</td>";
 }
@@ -122,19 +124,23 @@ void steps_table(std::string& out, const Run& run, std::size_t r, std::size_t ru
     const int d = parent == depth.end() ? 0 : parent->second + 1;
     depth.emplace(s.id, d);
     const double share = run.duration_ns > 0 ? 100.0 * static_cast<double>(s.duration_ns) /
-                                                    static_cast<double>(run.duration_ns)
-                                              : kNaN;
+                                                   static_cast<double>(run.duration_ns)
+                                             : kNaN;
     out += "<tr data-step=\"" + std::to_string(s.id) + "\"><td class=\"num\">" +
            std::to_string(s.id + 1) + "</td><td class=\"depth" + std::to_string(std::min(d, 3)) +
-           "\"><span class=\"step-name\">" + esc(s.name) + "</span>" + (s.source.empty() ? "" : " <span class=\"note\">" + esc(s.source) + "</span>") +
-           "</td><td>" + esc(to_string(s.kind)) + (s.thread != 0 ? " <span class=\"note\">thread " + std::to_string(s.thread) + "</span>" : "") +
+           "\"><span class=\"step-name\">" + esc(s.name) + "</span>" +
+           (s.source.empty() ? "" : " <span class=\"note\">" + esc(s.source) + "</span>") +
+           "</td><td>" + esc(to_string(s.kind)) +
+           (s.thread != 0 ? " <span class=\"note\">thread " + std::to_string(s.thread) + "</span>"
+                          : "") +
            "</td><td class=\"num\">+" + duration(static_cast<double>(s.start_offset_ns)) +
            "</td><td class=\"num\">" + duration(static_cast<double>(s.duration_ns)) +
            "</td><td class=\"share\"><span style=\"width:" +
            fixed(std::clamp(std::isfinite(share) ? share : 0.0, 0.0, 100.0), "%.1f") +
            "%\"></span><b>" + fixed(share, "%.1f %%") + "</b></td>";
     for (const std::string& m : metrics) out += peak_cell(run, s, s.metric(m));
-    std::string why = s.error_type.empty() ? s.error_message : s.error_type + ": " + s.error_message;
+    std::string why =
+        s.error_type.empty() ? s.error_message : s.error_type + ": " + s.error_message;
     out += status_cell(s.status, why) + attempts_cell(s);
     if (s.iteration_ns.empty()) {
       out += "<td></td>";
@@ -149,11 +155,12 @@ void steps_table(std::string& out, const Run& run, std::size_t r, std::size_t ru
 }
 
 void iteration_table(std::string& out, std::span<const Run> runs) {
-  out += "<table class=\"iterations\"><thead><tr><th>run</th><th>step</th><th class=\"num\">count"
-         "</th><th class=\"num\">it/s</th><th class=\"num\">first</th><th class=\"num\">first / "
-         "rest</th><th class=\"num\">mean</th><th class=\"num\">p50</th><th class=\"num\">p95</th>"
-         "<th class=\"num\">min</th><th class=\"num\">max</th><th class=\"num\">stddev</th></tr>"
-         "</thead><tbody>";
+  out +=
+      "<table class=\"iterations\"><thead><tr><th>run</th><th>step</th><th class=\"num\">count"
+      "</th><th class=\"num\">it/s</th><th class=\"num\">first</th><th class=\"num\">first / "
+      "rest</th><th class=\"num\">mean</th><th class=\"num\">p50</th><th class=\"num\">p95</th>"
+      "<th class=\"num\">min</th><th class=\"num\">max</th><th class=\"num\">stddev</th></tr>"
+      "</thead><tbody>";
   for (std::size_t r = 0; r < runs.size(); ++r) {
     for (const StepRecord& s : runs[r].steps) {
       if (s.iteration_ns.empty()) continue;
@@ -191,25 +198,30 @@ void run_metadata(std::string& out, const Run& run, std::size_t r, std::size_t r
   meta_row(out, "duration", duration(static_cast<double>(run.duration_ns)));
   meta_row(out, "recorded by", "genscope " + esc(run.genscope_version));
   meta_row(out, "pipeline", esc(run.pipeline.name));
-  meta_row(out, "model", esc(run.pipeline.model) +
-                             (run.pipeline.architecture.empty() ? "" : " (" + esc(run.pipeline.architecture) + ")"));
+  meta_row(
+      out, "model",
+      esc(run.pipeline.model) +
+          (run.pipeline.architecture.empty() ? "" : " (" + esc(run.pipeline.architecture) + ")"));
   meta_row(out, "parameters", pairs(run.pipeline.parameters));
   meta_row(out, "labels", pairs(run.labels));
-  meta_row(out, "host", esc(run.host.hostname) + ", " + esc(run.host.cpu_model) + ", " +
-                            std::to_string(run.host.cpu_cores) + " cores, " +
-                            esc(format_bytes(run.host.ram_bytes)) + " RAM, " + esc(run.host.os));
+  meta_row(out, "host",
+           esc(run.host.hostname) + ", " + esc(run.host.cpu_model) + ", " +
+               std::to_string(run.host.cpu_cores) + " cores, " +
+               esc(format_bytes(run.host.ram_bytes)) + " RAM, " + esc(run.host.os));
   std::string gpus;
   for (const GpuInfo& g : run.gpus) {
     gpus += (gpus.empty() ? "" : "<br>") + std::to_string(g.index) + ": " + esc(g.name) + ", " +
-            esc(format_bytes(g.total_bytes)) + ", driver " + esc(g.driver_version) + ", " + esc(g.uuid);
+            esc(format_bytes(g.total_bytes)) + ", driver " + esc(g.driver_version) + ", " +
+            esc(g.uuid);
   }
   meta_row(out, "GPUs", gpus.empty() ? "none seen" : gpus);
   std::string probes;
   for (const std::string& p : run.probes) probes += (probes.empty() ? "" : ", ") + esc(p);
   meta_row(out, "probes", probes);
-  meta_row(out, "samples", std::to_string(run.series.size()) + " stored of " +
-                               std::to_string(run.series.samples_taken) + " taken, every " +
-                               duration(static_cast<double>(run.series.interval_ns)));
+  meta_row(out, "samples",
+           std::to_string(run.series.size()) + " stored of " +
+               std::to_string(run.series.samples_taken) + " taken, every " +
+               duration(static_cast<double>(run.series.interval_ns)));
   std::string notes;
   for (const std::string& n : run.notes) notes += (notes.empty() ? "" : "<br>") + esc(n);
   meta_row(out, "notes", notes);
@@ -223,11 +235,13 @@ void run_metadata(std::string& out, const Run& run, std::size_t r, std::size_t r
   out += "</dl>";
 }
 
-// "uPlot (v1.6.32)" from the library's banner comment "/*! https://github.com/leeoniya/uPlot (v1.6.32) */".
+// "uPlot (v1.6.32)" from the library's banner comment "/*! https://github.com/leeoniya/uPlot
+// (v1.6.32) */".
 std::string uplot_banner() {
   const std::string_view js = detail::uplot_js();
   const auto open = js.find(" (v"), close = js.find(')', open);
-  if (open == std::string_view::npos || close == std::string_view::npos || close > 200) return "uPlot";
+  if (open == std::string_view::npos || close == std::string_view::npos || close > 200)
+    return "uPlot";
   return "uPlot " + std::string(js.substr(open + 3, close - open - 3));
 }
 
@@ -246,19 +260,22 @@ void charts_of(std::string& body, const detail::HtmlChartData& charts, const cha
 }  // namespace
 
 std::string render_html_report(std::span<const Run> runs, const HtmlReportOptions& options) {
-  const detail::HtmlChartData charts = detail::html_chart_data(runs, std::max<std::size_t>(options.chart_spans, 1));
+  const detail::HtmlChartData charts =
+      detail::html_chart_data(runs, std::max<std::size_t>(options.chart_spans, 1));
   std::string title = options.title;
   if (title.empty()) {
     title = "genscope report";
-    if (!runs.empty() && !runs.front().pipeline.name.empty()) title += ": " + runs.front().pipeline.name;
+    if (!runs.empty() && !runs.front().pipeline.name.empty())
+      title += ": " + runs.front().pipeline.name;
     if (runs.size() > 1) title += " (" + std::to_string(runs.size()) + " runs)";
   }
 
   std::string out;
   out.reserve(200000 + charts.json.size());
-  out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-         "<meta name=\"generator\" content=\"genscope ";
+  out +=
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<meta name=\"generator\" content=\"genscope ";
   out += version();
   out += "\"><title>" + esc(title) + "</title>\n<style>";
   out += detail::uplot_css();
@@ -315,7 +332,8 @@ std::string render_html_report(std::span<const Run> runs, const HtmlReportOption
   for (std::size_t at = data.find("</"); at != std::string::npos; at = data.find("</", at + 3)) {
     data.replace(at, 2, "<\\/");
   }
-  out += "<script type=\"application/json\" id=\"genscope-data\">" + data + "</script>\n<script>/*\n";
+  out +=
+      "<script type=\"application/json\" id=\"genscope-data\">" + data + "</script>\n<script>/*\n";
   out += detail::uplot_license();
   out += "*/\n";
   out += detail::uplot_js();

@@ -73,8 +73,8 @@ TEST(Downsample, KeepsSpikeDipGapAndEnds) {
   EXPECT_LE(rows.size(), 3 * spans + 2);
   EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end()));
   EXPECT_EQ(std::adjacent_find(rows.begin(), rows.end()), rows.end());
-  for (std::size_t keep : {std::size_t{0}, std::size_t{31'337}, std::size_t{77'777},
-                           std::size_t{50'000}, n - 1}) {
+  for (std::size_t keep :
+       {std::size_t{0}, std::size_t{31'337}, std::size_t{77'777}, std::size_t{50'000}, n - 1}) {
     EXPECT_TRUE(std::binary_search(rows.begin(), rows.end(), keep)) << keep;
   }
   // Each span keeps its own extremes: the kept values span the same range per span.
@@ -206,7 +206,8 @@ TEST(HtmlReport, IsSelfContainedAndEscapesNames) {
   // The name cannot end a script element early: the page has exactly its three scripts
   // (data, uPlot, the report's), and the name shows as text in the step table.
   std::size_t closes = 0;
-  for (std::size_t at = html.find("</script>"); at != std::string::npos; at = html.find("</script>", at + 1)) {
+  for (std::size_t at = html.find("</script>"); at != std::string::npos;
+       at = html.find("</script>", at + 1)) {
     ++closes;
   }
   EXPECT_EQ(closes, 3u);

@@ -61,7 +61,8 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
     if (!args->budget.empty()) o.memory_budget_bytes = parse_memory_size(args->budget);
     validate_demo_options(o);  // fails before any work (e.g. unwritable --out)
     if (args->no_monitor && args->exports.any()) {
-      throw Error("InvalidOption", "--html, --trace and --csv need the monitor (drop --no-monitor)");
+      throw Error("InvalidOption",
+                  "--html, --trace and --csv need the monitor (drop --no-monitor)");
     }
     MonitorOptions mo;
     mo.enabled = !args->no_monitor;
