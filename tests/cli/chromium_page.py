@@ -27,6 +27,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -67,7 +68,7 @@ class Browser:
         self.proc = subprocess.Popen(
             [chromium] + CHROMIUM_FLAGS + ["--user-data-dir=" + self.profile, "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.stderr,
-            preexec_fn=child_fds, close_fds=False)
+            preexec_fn=child_fds, close_fds=False, start_new_session=True)
         os.close(to_child_r)
         os.close(from_child_w)
         self.buffer = b""
@@ -85,6 +86,11 @@ class Browser:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        # Chromium's helper processes share the session it leads: end any that are left.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         os.close(self.to_child)
         os.close(self.from_child)
         shutil.rmtree(self.profile, ignore_errors=True)
