@@ -17,7 +17,8 @@ void register_report_command(CLI::App& app, CommandContext& context) {
     ExportOptions exports;
   };
   auto options = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("report", "Render the console report of a saved run");
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Render saved runs: the console report, or HTML / Chrome trace / CSV exports");
   cmd->add_option("run", options->paths,
                   "Run document(s) (run.json); several runs overlay in --html and --trace")
       ->required();
