@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "command.hpp"
+#include "export_options.hpp"
 #include "genscope/error.hpp"
 #include "genscope/monitor.hpp"
 #include "genscope/reference_pipeline.hpp"
@@ -21,6 +22,7 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
     bool no_monitor = false;
     bool record = false;
     std::string db;
+    ExportOptions exports;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -52,11 +54,16 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
   cmd->add_flag("--no-monitor", args->no_monitor, "run without monitoring (for comparison)");
   cmd->add_flag("--record", args->record, "record the run in the history database");
   cmd->add_option("--db", args->db, "history database (default: $XDG_DATA_HOME/genscope/history.db)");
+  add_export_options(*cmd, args->exports);
   cmd->callback([args, &context] {
     DemoOptions& o = args->options;
     o.out_dir = args->out;
     if (!args->budget.empty()) o.memory_budget_bytes = parse_memory_size(args->budget);
     validate_demo_options(o);  // fails before any work (e.g. unwritable --out)
+    if (args->no_monitor && args->exports.any()) {
+      throw Error("InvalidOption",
+                  "--html, --trace and --csv need the monitor (drop --no-monitor)");
+    }
     MonitorOptions mo;
     mo.enabled = !args->no_monitor;
     mo.record = args->record;
@@ -74,6 +81,7 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
     std::cout << "outputs: " << result.images.size() << " PNG file(s) in " << o.out_dir.string()
               << " (xxh3 " << result.output_hash << ")\n";
     if (!args->no_monitor) std::cout << "run document: " << run_path.string() << "\n";
+    write_exports(std::span<const Run>(&result.run, 1), args->exports, std::cout);
     if (!result.error.empty()) {
       std::cerr << "genscope demo: the pipeline failed: " << result.error << "\n";
       context.exit_code = 1;

@@ -1,7 +1,9 @@
-// `genscope report RUN.json [--plain] [--json]`: re-renders a saved run.
+// `genscope report RUN.json... [--plain] [--series] [--html F] [--trace F] [--csv DIR]`:
+// re-renders saved runs (console report, or the exports asked for).
 #include <iostream>
 
 #include "command.hpp"
+#include "export_options.hpp"
 #include "genscope/report.hpp"
 #include "genscope/run_json.hpp"
 
@@ -9,18 +11,30 @@ namespace genscope::cli {
 
 void register_report_command(CLI::App& app, CommandContext& context) {
   struct Options {
-    std::string path;
+    std::vector<std::string> paths;
     bool plain = false;
     bool series = false;
+    ExportOptions exports;
   };
   auto options = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("report", "Render the console report of a saved run");
-  cmd->add_option("run", options->path, "Run document (run.json)")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Render saved runs: the console report, or HTML / Chrome trace / CSV exports");
+  cmd->add_option("run", options->paths,
+                  "Run document(s) (run.json); several runs overlay in --html and --trace")
+      ->required();
   cmd->add_flag("--plain", options->plain, "ASCII markers instead of emoji");
   cmd->add_flag("--series", options->series, "Also summarise the sampled time series");
+  add_export_options(*cmd, options->exports);
   cmd->callback([options, &context] {
-    const Run run = read_run_file(options->path);
-    std::cout << render_console(run, ConsoleOptions{options->plain, options->series});
+    std::vector<Run> runs;
+    for (const std::string& path : options->paths) runs.push_back(read_run_file(path));
+    if (options->exports.any()) {
+      write_exports(runs, options->exports, std::cout);
+    } else {
+      for (const Run& run : runs) {
+        std::cout << render_console(run, ConsoleOptions{options->plain, options->series});
+      }
+    }
     context.exit_code = 0;
   });
 }
