@@ -1,6 +1,6 @@
 // libFuzzer target: the run document reader on arbitrary bytes. Any input either parses into a
 // Run or throws genscope::Error; a parsed run must serialise, parse back to the same document
-// and render as a report without crashing.
+// and render as a report (curated and verbose) without crashing.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -22,6 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const nlohmann::json again = to_json(run);
     if (to_json(run_from_json(again)) != again) std::abort();  // not a fixed point
     (void)render_console(run, {.plain = true});
+    (void)render_console(run, {.verbose = true});  // every attachment's full tree
   } catch (const Error&) {
     // Rejected document.
   }
