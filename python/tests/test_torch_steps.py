@@ -148,6 +148,24 @@ class LoadStepTest(unittest.TestCase):
         self.assertEqual([s["counters"]["parameters"] for s in doc["steps"]], [6, 6])
         del keep
 
+    def test_a_wrapper_added_meanwhile_is_kept(self):
+        original = nn.Module.__init__
+        run = quiet_monitor().start_run()
+        loading = gt.load_step(run, "x").__enter__()
+        ours = nn.Module.__init__
+
+        def theirs(self, *args, **kwargs):  # e.g. another tool patching module creation
+            ours(self, *args, **kwargs)
+
+        nn.Module.__init__ = theirs
+        try:
+            loading.__exit__(None, None, None)
+            self.assertIs(nn.Module.__init__, theirs)
+            nn.Linear(2, 2)  # our wrapper, now inert, still passes the call on
+        finally:
+            nn.Module.__init__ = original
+        run.finish()
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -46,13 +46,19 @@ def _wrap_module_class() -> None:
 
     cls.__init__ = __init__
     cls.__setstate__ = __setstate__
+    _saved.update(wrapped_init=__init__, wrapped_setstate=__setstate__)
 
 
 def _unwrap_module_class() -> None:
+    """Restores the originals, unless someone wrapped them again meanwhile: then ours stay in
+    their chain, inert (no collector is open)."""
     import torch
 
-    torch.nn.Module.__init__ = _saved.pop("init")
-    torch.nn.Module.__setstate__ = _saved.pop("setstate")
+    cls = torch.nn.Module
+    for attr, key in (("__init__", "init"), ("__setstate__", "setstate")):
+        if cls.__dict__.get(attr) is _saved.pop("wrapped_" + key):
+            setattr(cls, attr, _saved[key])
+        _saved.pop(key)
 
 
 def _dtype_name(dtype: Any) -> str:
