@@ -69,7 +69,12 @@ class CMakeBuild(build_ext):
         shutil.copyfile(built, target)
 
 
+# Only the CMake build is reused: setuptools' staging folders are rebuilt, so a module deleted
+# from the sources never lingers in a wheel.
 BUILD_BASE.mkdir(parents=True, exist_ok=True)
+for stale in BUILD_BASE.iterdir():
+    if stale.name != "cmake":
+        shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
 setup(
     version=cmake_version(),
     packages=["genscope", "genscope.torch"],
