@@ -4,13 +4,18 @@
     PYTHONPATH=build/python /usr/bin/python3 python/bench/instrument.py [--rounds 12]
 
 1. A whole generation of the test pipeline (python/tests/tiny_pipeline.py: two text encoders,
-   UNet with cross-attention, DDIM, VAE; 256x256, 20 steps, classifier-free guidance, CPU),
+   UNet with cross-attention, DDIM, VAE; 512x512 (SD1.x's 64x64 latents), 20 steps,
+   classifier-free guidance, CPU),
    plain vs instrumented (a run started, the pipeline instrumented with one call, the run
    finished: 6 steps, 20 iterations, 7 tensor analyses, sampler at 10 ms). Each round runs
    plain A, instrumented B and plain A' in a rotating order; the overhead is the median over
    rounds of B / mean(A, A') - 1, and the A/A spread (A' / A - 1) shows the noise floor. Both
    wall time and process CPU time (all threads: the sampler's work counts) are reported; the
    CPU figure is less disturbed by other processes on a shared machine.
+   Bottom-up, in the same rounds: the CPU time genscope itself spends on the pipeline's thread
+   (run start and finish, instrument enter/exit, and every hook's work, which all runs through
+   Instrumentation._guard) plus the extra CPU of other threads (the sampler), divided by the
+   plain generation's CPU time: the same ratio without the noise of two whole generations.
 2. Per-call cost of each hook, as the difference between a hooked and the same unhooked call,
    next to the cost of a bare Python function call.
 """
@@ -31,7 +36,52 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 from tiny_pipeline import TinyPipeline  # noqa: E402
 
 
+class TimedInstrumentation(gt.Instrumentation):
+    """instrument() whose hooks are timed with the calling thread's CPU clock (the torch hook
+    entry points and the scheduler/VAE wrappers, minus the wrapped originals)."""
+
+    spent_ns = 0
+
+    def _timed(self, fn, *args, **kwargs):
+        t0 = time.thread_time_ns()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            TimedInstrumentation.spent_ns += time.thread_time_ns() - t0
+
+    def _text_pre(self, *a, **k):
+        return self._timed(super()._text_pre, *a, **k)
+
+    def _text_post(self, *a, **k):
+        return self._timed(super()._text_post, *a, **k)
+
+    def _denoiser_pre(self, *a, **k):
+        return self._timed(super()._denoiser_pre, *a, **k)
+
+    def _denoiser_post(self, *a, **k):
+        return self._timed(super()._denoiser_post, *a, **k)
+
+    def _untimed(self, original):
+        def call(*a, **k):
+            t0 = time.thread_time_ns()
+            try:
+                return original(*a, **k)
+            finally:
+                TimedInstrumentation.spent_ns -= time.thread_time_ns() - t0
+        return call
+
+    def _scheduler_step(self, original, *a, **k):
+        return self._timed(super()._scheduler_step, self._untimed(original), *a, **k)
+
+    def _set_timesteps(self, original, *a, **k):
+        return self._timed(super()._set_timesteps, self._untimed(original), *a, **k)
+
+    def _vae_call(self, kind, name, original, *a, **k):
+        return self._timed(super()._vae_call, kind, name, self._untimed(original), *a, **k)
+
+
 def generation_overhead(rounds, steps, size):
+    """Top-down (interleaved A/B/A') and bottom-up (genscope's own CPU) overhead."""
     pipe = TinyPipeline(dual=True, channels=64)
     monitor = genscope.Monitor()
 
@@ -40,19 +90,28 @@ def generation_overhead(rounds, steps, size):
                     height=size, width=size)
 
     def instrumented():
+        TimedInstrumentation.spent_ns = 0
+        t0 = time.thread_time_ns()
         run = monitor.start_run(pipeline="t2i")
-        with gt.instrument(pipe, run):
-            out = plain()
+        inst = TimedInstrumentation(pipe, run)
+        inst.__enter__()
+        t1 = time.thread_time_ns()
+        plain()
+        t2 = time.thread_time_ns()
+        inst.__exit__(None, None, None)
         run.finish()
-        return out
+        t3 = time.thread_time_ns()
+        return (t1 - t0) + (t3 - t2) + TimedInstrumentation.spent_ns  # genscope, this thread
 
     def timed(fn):
-        w0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        return time.perf_counter() - w0, time.process_time() - c0
+        w0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
+        own_ns = fn()
+        w, c, m = time.perf_counter() - w0, time.process_time() - c0, time.thread_time() - m0
+        return w, c, m, own_ns, c - m  # wall, process CPU, main-thread CPU, genscope, others
 
     plain(), instrumented()  # warm-up (allocator, first-call costs)
     results = {"wall": ([], [], []), "cpu": ([], [], [])}
+    bottom_up, main_plain = [], []
     order = [("A", plain), ("B", instrumented), ("A2", plain)]
     for r in range(rounds):
         rotated = order[r % 3:] + order[: r % 3]
@@ -63,7 +122,11 @@ def generation_overhead(rounds, steps, size):
             ratios.append(b / ((a + a2) / 2) - 1)
             noise.append(a2 / a - 1)
             base.append((a + a2) / 2)
-    return results
+        plain_main = (t["A"][2] + t["A2"][2]) / 2
+        other_threads = t["B"][4] - (t["A"][4] + t["A2"][4]) / 2  # the sampler thread
+        bottom_up.append((t["B"][3] / 1e9, other_threads, plain_main))
+        main_plain.append(plain_main)
+    return results, bottom_up
 
 
 def per_call_ns(fn, n, repeat=7):
@@ -146,10 +209,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--size", type=int, default=256)
+    parser.add_argument("--size", type=int, default=512)  # SD1.x: 64x64 latents
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}, torch threads {torch.get_num_threads()}")
-    results = generation_overhead(args.rounds, args.steps, args.size)
+    results, bottom_up = generation_overhead(args.rounds, args.steps, args.size)
     q = statistics.quantiles
     for clock, (ratios, noise, base) in results.items():
         print(f"generation {args.size}x{args.size}, {args.steps} steps, CFG, {clock} time: plain "
@@ -158,6 +221,15 @@ def main():
               f"(quartiles {q(ratios, n=4)[0] * 100:+.2f} .. {q(ratios, n=4)[2] * 100:+.2f} %)")
         print(f"  plain / plain - 1 (noise): median {statistics.median(noise) * 100:+.2f} % "
               f"(quartiles {q(noise, n=4)[0] * 100:+.2f} .. {q(noise, n=4)[2] * 100:+.2f} %)")
+    own = [b[0] for b in bottom_up]
+    others = [b[1] for b in bottom_up]
+    share = [(b[0] + max(b[1], 0.0)) / b[2] for b in bottom_up]
+    print(f"bottom-up, CPU: genscope on the pipeline thread (run start/finish, hooks, analyses) "
+          f"median {statistics.median(own) * 1e3:.2f} ms per generation; other threads "
+          f"(sampler) {statistics.median(others) * 1e3:+.2f} ms; plain generation "
+          f"{statistics.median([b[2] for b in bottom_up]) * 1e3:.0f} ms on the pipeline thread")
+    print(f"  genscope / plain generation: median {statistics.median(share) * 100:.2f} % "
+          f"(quartiles {q(share, n=4)[0] * 100:.2f} .. {q(share, n=4)[2] * 100:.2f} %)")
     bare_ns, rows = hook_costs()
     print(f"bare Python function call: {bare_ns / 1e3:.3f} us")
     for name, extra_ns, plain_ns in rows:

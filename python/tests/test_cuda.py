@@ -112,10 +112,16 @@ class CudaTest(unittest.TestCase):
             self.skipTest("NVML did not load: " + str(doc["monitoring_errors"]))
         s = step_by_name(doc, "hold")
         index = torch.cuda.current_device()  # assumes CUDA and NVML number devices alike
-        process = metric(s, f"gpu{index}.process_used_bytes")
-        self.assertGreaterEqual(process["peak"], reserved)
+        found = [m for m in s["metrics"] if m["name"] == f"gpu{index}.process_used_bytes"]
+        if not found or found[0]["peak"] is None:
+            # In a container NVML lists host PIDs, so this process may not be found.
+            self.skipTest("NVML reports no memory for this process: " +
+                          str([e["message"] for e in doc["monitoring_errors"]][:3]))
+        self.assertGreaterEqual(found[0]["peak"], reserved)
 
     def test_instrumented_pipeline_on_cuda_is_unchanged(self):
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
         pipe = TinyPipeline(dual=True, device="cuda")
         plain = pipe("a red fox", num_inference_steps=4)
         run = genscope.Monitor().start_run()

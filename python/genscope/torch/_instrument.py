@@ -34,6 +34,7 @@ _ORPHAN = ("the forward raised an exception that the pipeline caught; the step w
            "the next hooked call")
 
 
+@functools.lru_cache(maxsize=1)
 def _hook_options() -> Tuple[bool, bool]:
     """(with_kwargs, always_call) support of the installed torch (2.0 and 2.1 added them)."""
     try:
@@ -53,6 +54,8 @@ class _Sampling:
         self.step = step
         self.thread = thread
         self.calls_started = 0
+        self.calls = 0  # completed denoiser calls
+        self.evaluations = 0.0  # latent evaluations (CFG counts twice)
         self.iterations = 0
         self.pending_batches: List[int] = []  # denoiser batches since the last scheduler step
         self.last_latents: Any = None  # output of the latest scheduler step
@@ -176,13 +179,16 @@ class Instrumentation:
         except Exception:
             pass
 
+    def _failed(self, where: str, e: Exception) -> None:
+        self.hook_errors += 1
+        self._record(where, f"{type(e).__name__}: {e}")
+
     def _guard(self, where: str, fn: Callable[[], Any]) -> Any:
         """Runs monitoring code; a failure becomes a monitoring error, never an exception."""
         try:
             return fn()
         except Exception as e:  # noqa: BLE001 - the pipeline must not see it
-            self.hook_errors += 1
-            self._record(where, f"{type(e).__name__}: {e}")
+            self._failed(where, e)
             return None
 
     def _raised(self, output: Any) -> Optional[BaseException]:
@@ -237,6 +243,11 @@ class Instrumentation:
             return
         self._sampling = None
         try:
+            # Counted in Python per call, recorded once: the per-iteration path stays short.
+            if s.calls:
+                s.step.add_counter("model_calls", float(s.calls))
+            if s.evaluations:
+                s.step.add_counter("model_evaluations", s.evaluations)
             if self.components.scheduler is None and s.calls_in_iteration > 0:
                 s.step.mark_iteration()  # the last iteration ends here
             if self.analyze:
@@ -302,8 +313,15 @@ class Instrumentation:
     # --- denoiser ---------------------------------------------------------------------------------
     def _denoiser_pre(self, module: Any, args: Tuple[Any, ...],
                       kwargs: Optional[dict] = None) -> None:
-        if self.active:
-            self._guard("denoiser", lambda: self._denoiser_begin(args, kwargs or {}))
+        if not self.active:
+            return None
+        try:
+            if (self._sampling is not None and self.components.scheduler is not None
+                    and not self._text_open):
+                return None  # the usual call: nothing to record before the forward
+            self._denoiser_begin(args, kwargs or {})
+        except Exception as e:  # noqa: BLE001 - the pipeline must not see it
+            self._failed("denoiser", e)
         return None
 
     def _denoiser_begin(self, args: Tuple[Any, ...], kwargs: dict) -> None:
@@ -335,18 +353,20 @@ class Instrumentation:
         s.last_input = x
 
     def _denoiser_post(self, module: Any, args: Tuple[Any, ...], *rest: Any) -> None:
-        if self.active:
-            self._guard("denoiser", lambda: self._denoiser_end(rest[-1]))
+        if not self.active:
+            return None
+        try:
+            s = self._sampling
+            output = rest[-1]
+            if s is None or self._raised(output) is not None:
+                return None  # the exception reaches the pipeline
+            s.calls += 1
+            batch = batch_of(first_tensor(output, "sample"))
+            if batch is not None:
+                s.pending_batches.append(batch)
+        except Exception as e:  # noqa: BLE001
+            self._failed("denoiser", e)
         return None
-
-    def _denoiser_end(self, output: Any) -> None:
-        s = self._sampling
-        if s is None or self._raised(output) is not None:
-            return  # the exception reaches the pipeline
-        s.step.add_counter("model_calls", 1.0)
-        batch = batch_of(first_tensor(output, "sample"))
-        if batch is not None:
-            s.pending_batches.append(batch)
 
     # --- scheduler ----------------------------------------------------------------------------------
     def _set_timesteps(self, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -368,9 +388,16 @@ class Instrumentation:
 
     def _scheduler_step(self, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         sample = args[2] if len(args) > 2 else kwargs.get("sample")
-        self._guard("scheduler.step", lambda: self._scheduler_begin(sample))
+        try:
+            if self._sampling is None or self._sampling.iterations == 0:
+                self._scheduler_begin(sample)
+        except Exception as e:  # noqa: BLE001
+            self._failed("scheduler.step", e)
         result = original(*args, **kwargs)
-        self._guard("scheduler.step", lambda: self._scheduler_end(sample, result))
+        try:
+            self._scheduler_end(sample, result)
+        except Exception as e:  # noqa: BLE001
+            self._failed("scheduler.step", e)
         return result
 
     def _scheduler_begin(self, sample: Any) -> None:
@@ -389,7 +416,7 @@ class Instrumentation:
         if batch and s.pending_batches:
             # CFG evaluates the model on the conditional and unconditional batch: in one call
             # of twice the batch (diffusers) or in two calls (ComfyUI when memory is short).
-            s.step.add_counter("model_evaluations", sum(s.pending_batches) / batch)
+            s.evaluations += sum(s.pending_batches) / batch
         s.pending_batches.clear()
         s.iterations += 1
         s.step.mark_iteration()
