@@ -110,7 +110,7 @@ def generation_overhead(rounds, steps, size):
         return w, c, m, own_ns, c - m  # wall, process CPU, main-thread CPU, genscope, others
 
     plain(), instrumented()  # warm-up (allocator, first-call costs)
-    results = {"wall": ([], [], []), "cpu": ([], [], [])}
+    results = {"wall": ([], [], [], []), "cpu": ([], [], [], [])}
     bottom_up, main_plain = [], []
     order = [("A", plain), ("B", instrumented), ("A2", plain)]
     for r in range(rounds):
@@ -118,10 +118,11 @@ def generation_overhead(rounds, steps, size):
         t = {name: timed(fn) for name, fn in rotated}
         for i, clock in enumerate(("wall", "cpu")):
             a, b, a2 = t["A"][i], t["B"][i], t["A2"][i]
-            ratios, noise, base = results[clock]
+            ratios, noise, base, instr = results[clock]
             ratios.append(b / ((a + a2) / 2) - 1)
             noise.append(a2 / a - 1)
             base.append((a + a2) / 2)
+            instr.append(b)
         plain_main = (t["A"][2] + t["A2"][2]) / 2
         other_threads = t["B"][4] - (t["A"][4] + t["A2"][4]) / 2  # the sampler thread
         bottom_up.append((t["B"][3] / 1e9, other_threads, plain_main))
@@ -214,9 +215,10 @@ def main():
     print(f"load average before: {os.getloadavg()}, torch threads {torch.get_num_threads()}")
     results, bottom_up = generation_overhead(args.rounds, args.steps, args.size)
     q = statistics.quantiles
-    for clock, (ratios, noise, base) in results.items():
+    for clock, (ratios, noise, base, instr) in results.items():
         print(f"generation {args.size}x{args.size}, {args.steps} steps, CFG, {clock} time: plain "
-              f"median {statistics.median(base) * 1e3:.0f} ms over {args.rounds} rounds")
+              f"median {statistics.median(base) * 1e3:.0f} ms, instrumented "
+              f"{statistics.median(instr) * 1e3:.0f} ms over {args.rounds} rounds")
         print(f"  instrumented / plain - 1: median {statistics.median(ratios) * 100:+.2f} % "
               f"(quartiles {q(ratios, n=4)[0] * 100:+.2f} .. {q(ratios, n=4)[2] * 100:+.2f} %)")
         print(f"  plain / plain - 1 (noise): median {statistics.median(noise) * 100:+.2f} % "
