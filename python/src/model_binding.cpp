@@ -81,7 +81,8 @@ py::tuple model_snapshot(const py::dict& identity, const py::iterable& tensors, 
   return py::make_tuple(to_python(json), errors);
 }
 
-// _lora_application_report(observation) -> report dict (docs/lora.md, "genscope.lora_application/1")
+// _lora_application_report(observation) -> report dict (docs/lora.md,
+// "genscope.lora_application/1")
 py::object lora_report(const py::dict& obs) {
   LoraApplicationObservation o;
   o.lora_path = string_or(obs, "lora_path");

@@ -115,7 +115,8 @@ PyMonitor::PyMonitor(MonitorOptions options, py::object cuda_allocator) {
     add_torch_cuda_allocator(py::module_::import("torch").attr("cuda"), cuda_allocator.cast<int>());
   } else {
     py::object cuda = py::module_::import("torch").attr("cuda");
-    for (int device : cuda_allocator.cast<std::vector<int>>()) add_torch_cuda_allocator(cuda, device);
+    for (int device : cuda_allocator.cast<std::vector<int>>())
+      add_torch_cuda_allocator(cuda, device);
   }
 }
 
@@ -177,8 +178,8 @@ void register_monitor(py::module_& m) {
                        std::optional<std::string> nvml_library, std::optional<std::string> log_path,
                        bool enabled, bool sampler, py::object cuda_allocator) {
              return std::make_unique<PyMonitor>(
-                 monitor_options(sample_interval_ms, process, system, nvml, nvml_library,
-                                 log_path, enabled, sampler),
+                 monitor_options(sample_interval_ms, process, system, nvml, nvml_library, log_path,
+                                 enabled, sampler),
                  std::move(cuda_allocator));
            }),
            py::arg("sample_interval_ms") = 10.0, py::arg("process") = true,
@@ -244,8 +245,7 @@ void register_monitor(py::module_& m) {
             }
             return std::make_unique<PyStep>(std::move(step));
           },
-          py::arg("kind"), py::arg("name"), py::arg("source") = py::none(),
-          py::keep_alive<0, 1>(),
+          py::arg("kind"), py::arg("name"), py::arg("source") = py::none(), py::keep_alive<0, 1>(),
           "Opens a step (kind: model_loading, lora_application, text_encoding, "
           "latent_generation, sampling, vae_decode, save, custom); ends on `with` exit. "
           "`source` replaces the calling file:line.")

@@ -244,7 +244,8 @@ void register_tensor(py::module_& m) {
   m.def(
       "_check_family",
       [](const std::string& name) {
-        if (!parse_family(name)) throw Error("UnknownFamily", "unknown model family '" + name + "'");
+        if (!parse_family(name))
+          throw Error("UnknownFamily", "unknown model family '" + name + "'");
       },
       py::arg("name"), "Raises genscope.Error('UnknownFamily') for an unknown family name.");
   py::class_<PyStep> step_class = py::reinterpret_borrow<py::class_<PyStep>>(m.attr("Step"));

@@ -82,7 +82,7 @@ class CudaTest(unittest.TestCase):
     def test_step_allocator_peaks_equal_torch_max_memory(self):
         monitor = genscope.Monitor(sample_interval_ms=2)
         run = monitor.start_run()
-        with run.step("vae_decode", "transient") as step:
+        with run.step("vae_decode", "transient"):
             x = torch.empty(256 * MiB, dtype=torch.uint8, device="cuda")
             y = torch.empty(64 * MiB, dtype=torch.uint8, device="cuda")
             del x, y

@@ -154,6 +154,17 @@ class InstrumentTest(unittest.TestCase):
         self.assertEqual(s["error"]["type"], "RuntimeError")
         self.assertEqual(s["iterations"]["count"], 3)
 
+    def test_vae_exception_fails_its_step_and_propagates(self):
+        run = quiet_monitor().start_run()
+        bad = torch.zeros(1, 3, 8, 8)  # 3 channels where the decoder wants 4 latent channels
+        with self.assertRaises(RuntimeError):
+            with gt.instrument({"vae": self.pipe.vae}, run):
+                self.pipe.vae.decode(bad)
+        self.assertEqual(hook_state(self.pipe), self.clean)
+        step = run.finish()["steps"][0]
+        self.assertEqual((step["kind"], step["status"]), ("vae_decode", "failed"))
+        self.assertEqual(step["error"]["type"], "RuntimeError")
+
     def test_text_encoder_exception_caught_by_the_pipeline(self):
         pipe = self.pipe
         run = quiet_monitor().start_run()

@@ -84,7 +84,7 @@ class LoadStepTest(unittest.TestCase):
         with gt.load_step(run, "unet", path=path) as loading:
             unet = TinyUNet(16, 768)
             unet.load_state_dict(torch.load(path))
-            scratch = nn.Linear(3, 3)  # noqa: F841 - created inside and alive: counted
+            extra = nn.Linear(3, 3)  # created inside and alive: counted
         self.assertIs(nn.Module.__init__, init_before)
         doc = run.finish()
         step = doc["steps"][0]
@@ -102,7 +102,7 @@ class LoadStepTest(unittest.TestCase):
         self.assertEqual(sorted(data["modules"]), ["Linear", "TinyUNet"])
         self.assertEqual(loading.figures["parameters"], expected_params)
         self.assertEqual(step["labels"]["file"], path)
-        del existing
+        del existing, extra
 
     def test_pickled_module_and_tracked_module(self):
         folder = scratch_dir()

@@ -433,7 +433,7 @@ class Instrumentation:
             result = original(*args, **kwargs)
         except BaseException as e:
             if step is not None:
-                self._guard(name, lambda: self._fail_step(step, e, ""))
+                self._guard(name, functools.partial(self._fail_step, step, e, ""))
             raise
         finally:
             self._vae_depth.value = depth
