@@ -101,7 +101,7 @@ class AllocatorTest(unittest.TestCase):
             while time.monotonic() - start < 20:
                 sum(range(1000))
                 step.mark_iteration()
-                if time.monotonic() - start >= 0.15 and cuda.calls >= 8:
+                if time.monotonic() - start >= 0.15 and cuda.calls >= 12:
                     break
         doc = run.finish()
         self.assertIn(threading.get_ident(), cuda.threads)
