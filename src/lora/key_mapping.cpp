@@ -16,6 +16,12 @@ namespace {
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
+LoraKeyTarget whole(std::string key) {
+  LoraKeyTarget t;
+  t.key = std::move(key);
+  return t;
+}
+
 std::string dots_to_underscores(std::string s) {
   std::replace(s.begin(), s.end(), '.', '_');
   return s;
@@ -115,18 +121,20 @@ std::optional<LoraKeyTarget> clip_target(const ClipTower& t, const KeyIndex& idx
   if (!t.open_clip) {
     std::string key = layer + std::string(c) + ".weight";
     if (!idx.has(key)) return std::nullopt;
-    return LoraKeyTarget{key, 0, 1};
+    return whole(key);
   }
   // OpenCLIP: q, k, v are row blocks of the fused in_proj_weight.
   LoraKeyTarget target;
   if (c == "self_attn.q_proj" || c == "self_attn.k_proj" || c == "self_attn.v_proj") {
-    target = {layer + "attn.in_proj_weight", c == "self_attn.q_proj" ? 0 : c == "self_attn.k_proj" ? 1 : 2, 3};
+    target = whole(layer + "attn.in_proj_weight");
+    target.chunk = c == "self_attn.q_proj" ? 0 : c == "self_attn.k_proj" ? 1 : 2;
+    target.chunks = 3;
   } else if (c == "self_attn.out_proj") {
-    target = {layer + "attn.out_proj.weight", 0, 1};
+    target = whole(layer + "attn.out_proj.weight");
   } else if (c == "mlp.fc1") {
-    target = {layer + "mlp.c_fc.weight", 0, 1};
+    target = whole(layer + "mlp.c_fc.weight");
   } else {
-    target = {layer + "mlp.c_proj.weight", 0, 1};
+    target = whole(layer + "mlp.c_proj.weight");
   }
   if (!idx.has(target.key)) return std::nullopt;
   return target;
@@ -186,7 +194,7 @@ void add_clip_keys(const std::vector<std::string>& keys, const KeyIndex& idx, co
     for (std::string_view p : {"text_encoders.t5xxl.transformer.", "t5xxl.transformer."}) {
       if (starts_with(k, p) && k.ends_with(".weight")) {
         const std::string rest = k.substr(p.size(), k.size() - p.size() - 7);
-        emit("lora_te3_" + dots_to_underscores(rest), {k, 0, 1});
+        emit("lora_te3_" + dots_to_underscores(rest), whole(k));
       }
     }
   }
@@ -389,6 +397,18 @@ ModelArch detect_lora_arch(const std::vector<std::string>& names, std::string* e
   return arch;
 }
 
+std::pair<std::int64_t, std::int64_t> LoraKeyTarget::row_window(std::int64_t weight_rows) const noexcept {
+  if (rows > 0) return {row_offset, rows};
+  const std::int64_t n = chunks > 0 ? weight_rows / chunks : weight_rows;
+  return {n * chunk, n};
+}
+
+std::map<std::string, LoraKeyTarget> lora_key_map(const SafetensorsFile& base, LoraLoader) {
+  std::vector<std::string> keys;
+  for (const auto& e : base.entries()) keys.push_back(e.name);
+  return lora_key_map(keys);
+}
+
 std::map<std::string, LoraKeyTarget> lora_key_map(const std::vector<std::string>& model_keys) {
   std::map<std::string, LoraKeyTarget> map;
   build_lora_key_map(model_keys, [&map](std::string name, const LoraKeyTarget& target) {
@@ -414,15 +434,15 @@ void build_lora_key_map(const std::vector<std::string>& model_keys, const KeyMap
     for (const std::string& k : model_keys) {
       if (!starts_with(k, unet_prefix) || !k.ends_with(".weight")) continue;
       const std::string rest = k.substr(unet_prefix.size(), k.size() - unet_prefix.size() - 7);
-      emit("lora_unet_" + dots_to_underscores(rest), {k, 0, 1});
-      emit(k.substr(0, k.size() - 7), {k, 0, 1});
-      emit("diffusion_model." + rest, {k, 0, 1});
+      emit("lora_unet_" + dots_to_underscores(rest), whole(k));
+      emit(k.substr(0, k.size() - 7), whole(k));
+      emit("diffusion_model." + rest, whole(k));
       if (transformer || unet_prefix == "transformer.") {
-        emit("transformer." + rest, {k, 0, 1});
-        emit("lora_transformer_" + dots_to_underscores(rest), {k, 0, 1});
-        emit("lycoris_" + dots_to_underscores(rest), {k, 0, 1});
+        emit("transformer." + rest, whole(k));
+        emit("lora_transformer_" + dots_to_underscores(rest), whole(k));
+        emit("lycoris_" + dots_to_underscores(rest), whole(k));
       }
-      if (unet_prefix == "unet.") emit("lycoris_" + dots_to_underscores(rest), {k, 0, 1});
+      if (unet_prefix == "unet.") emit("lycoris_" + dots_to_underscores(rest), whole(k));
     }
   }
   // UNet models: the other naming of every weight, generated from the block structure.
@@ -435,7 +455,7 @@ void build_lora_key_map(const std::vector<std::string>& model_keys, const KeyMap
       const std::string l_mod = l.substr(0, l.size() - 7);
       // The model key this weight has in the base's own naming.
       const std::string model_key = unet_prefix + (ldm_base ? l : d);
-      const LoraKeyTarget target{model_key, 0, 1};
+      const LoraKeyTarget target = whole(model_key);
       emit("lora_unet_" + dots_to_underscores(d_mod), target);
       emit("lora_unet_" + dots_to_underscores(l_mod), target);
       emit("lycoris_" + dots_to_underscores(d_mod), target);

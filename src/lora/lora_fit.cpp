@@ -41,8 +41,9 @@ bool LoraFit::fits() const noexcept {
          shape_mismatches.empty() && !matched.empty();
 }
 
-LoraFit fit_lora(const LoraFile& lora, const SafetensorsFile& base) {
+LoraFit fit_lora(const LoraFile& lora, const SafetensorsFile& base, LoraLoader loader) {
   LoraFit fit;
+  fit.loader = loader;
   std::vector<std::string> keys;
   keys.reserve(base.entries().size());
   for (const auto& e : base.entries()) keys.push_back(e.name);
@@ -103,31 +104,73 @@ LoraFit fit_lora(const LoraFile& lora, const SafetensorsFile& base) {
   return fit;
 }
 
+namespace {
+
+nlohmann::json target_json(const std::string& module, const LoraKeyTarget& target) {
+  nlohmann::json t{{"module", module}, {"key", target.key}};
+  if (target.chunks > 1) {
+    t["chunk"] = target.chunk;
+    t["chunks"] = target.chunks;
+  }
+  if (target.rows > 0) {
+    t["row_offset"] = target.row_offset;
+    t["rows"] = target.rows;
+    if (target.delta_row_offset != 0) t["delta_row_offset"] = target.delta_row_offset;
+  }
+  if (!target.bias_key.empty()) t["bias_key"] = target.bias_key;
+  if (target.transpose) t["transpose"] = true;
+  if (target.materialize_identity) {
+    t["materialize_identity"] = true;
+    t["shape"] = target.shape;
+  }
+  return t;
+}
+
+}  // namespace
+
 void to_json(nlohmann::json& j, const LoraFit& fit) {
   nlohmann::json matched = nlohmann::json::array();
-  for (const auto& [module, target] : fit.matched) {
-    nlohmann::json t{{"module", module}, {"key", target.key}};
-    if (target.chunks > 1) {
-      t["chunk"] = target.chunk;
-      t["chunks"] = target.chunks;
-    }
-    matched.push_back(std::move(t));
+  for (const auto& [module, target] : fit.matched) matched.push_back(target_json(module, target));
+  nlohmann::json shadowed = nlohmann::json::array();
+  for (const auto& s : fit.shadowed) shadowed.push_back({{"module", s.module}, {"by", s.by}, {"key", s.key}});
+  nlohmann::json failures = nlohmann::json::array();
+  for (const auto& f : fit.loader_failures) {
+    failures.push_back({{"module", f.module}, {"error", f.error}, {"message", f.message}});
   }
-  j = nlohmann::json{{"lora_architecture", model_arch_name(fit.lora_arch)},
+  j = nlohmann::json{{"loader", lora_loader_name(fit.loader)},
+                     {"lora_architecture", model_arch_name(fit.lora_arch)},
                      {"base_architecture", model_arch_name(fit.base_arch)},
                      {"architecture_mismatch", fit.architecture_mismatch},
                      {"verdict", fit.verdict},
                      {"fits", fit.fits()},
                      {"base_keys", fit.base_keys},
                      {"base_weights_patched", fit.base_weights_patched},
+                     {"lora_tensors", fit.lora_tensors},
+                     {"tensors_loaded", fit.tensors_loaded},
                      {"matched_count", fit.matched.size()},
                      {"lora_key_not_loaded_count", fit.lora_keys_not_loaded.size()},
                      {"not_loaded_count", fit.not_loaded.size()},
+                     {"missing_from_file_count", fit.missing_from_file.size()},
+                     {"shadowed_count", fit.shadowed.size()},
                      {"shape_mismatch_count", fit.shape_mismatches.size()},
                      {"matched", std::move(matched)},
                      {"lora_key_not_loaded", fit.lora_keys_not_loaded},
                      {"not_loaded", fit.not_loaded},
+                     {"missing_from_file", fit.missing_from_file},
+                     {"shadowed", std::move(shadowed)},
+                     {"loader_failures", std::move(failures)},
                      {"shape_mismatches", fit.shape_mismatches}};
+  if (fit.other_loader) {
+    const LoraLoaderComparison& o = *fit.other_loader;
+    j["other_loader"] = nlohmann::json{{"loader", lora_loader_name(o.loader)},
+                                       {"tensors_loaded", o.tensors_loaded},
+                                       {"fails", o.fails},
+                                       {"only_other_loads", o.only_other_loads},
+                                       {"only_this_loads", o.only_this_loads},
+                                       {"summary", o.summary}};
+  } else {
+    j["other_loader"] = nullptr;
+  }
 }
 
 }  // namespace genscope

@@ -125,6 +125,16 @@ std::string_view lora_target_name(LoraTarget target) noexcept {
   return "unknown";
 }
 
+std::string_view lora_loader_name(LoraLoader loader) noexcept {
+  return loader == LoraLoader::kDiffusers ? "diffusers" : "comfyui";
+}
+
+std::optional<LoraLoader> lora_loader_from_name(std::string_view name) noexcept {
+  if (name == "comfyui") return LoraLoader::kComfyUI;
+  if (name == "diffusers") return LoraLoader::kDiffusers;
+  return std::nullopt;
+}
+
 std::string_view model_arch_name(ModelArch arch) noexcept {
   switch (arch) {
     case ModelArch::kUnknown: return "unknown";

@@ -41,13 +41,18 @@ std::shared_ptr<const std::vector<detail::PreparedLora>> prepare_plain(const std
 }  // namespace
 
 LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::filesystem::path& lora_path,
-                           const std::filesystem::path& out, double strength) {
+                           const std::filesystem::path& out, double strength, LoraLoader loader) {
   const SafetensorsFile base = SafetensorsFile::open(base_path);
   const std::shared_ptr<const LoraFile> lora = LoraFile::open(lora_path, /*norms=*/false);
   LoraMergeResult result;
-  result.fit = fit_lora(*lora, base);
+  result.fit = fit_lora(*lora, base, loader);
   const LoraFit& fit = result.fit;
   if (fit.architecture_mismatch) throw Error("LoraArchitectureMismatch", fit.verdict);
+  // The loader itself fails on these (ComfyUI: KeyError while loading): nothing to imitate.
+  if (!fit.loader_failures.empty()) {
+    const LoraLoaderFailure& f = fit.loader_failures.front();
+    throw Error(f.error, f.message);
+  }
   for (const auto& [name, target] : fit.matched) {
     const LoraModule& m = *lora->module(name);
     lora->validate(m);
