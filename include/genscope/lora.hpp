@@ -57,7 +57,7 @@ struct LoraModule {
   LoraTarget target = LoraTarget::kUnknown;
   /// Role -> tensor key. Roles: up, down, mid, alpha, dora_scale, hada_w1_a, hada_w1_b,
   /// hada_w2_a, hada_w2_b, hada_t1, hada_t2, lokr_w1, lokr_w1_a, lokr_w1_b, lokr_w2,
-  /// lokr_w2_a, lokr_w2_b, lokr_t2, diff, diff_b, set_weight, w_norm, b_norm.
+  /// lokr_w2_a, lokr_w2_b, lokr_t2, diff, diff_b, set_weight, w_norm, b_norm, reshape_weight.
   std::map<std::string, std::string> tensors;
   std::int64_t rank = 0;          ///< Rows of down (LoRA/LoHa), 0 when not applicable.
   std::optional<double> alpha;    ///< The alpha tensor's value, when present.
@@ -161,10 +161,10 @@ struct LoraKeyTarget {
   /// split over several file tensors (a diffusers-layout base): rows [delta_row_offset,
   /// delta_row_offset + rows) of dW.
   std::int64_t delta_row_offset = 0;
-  std::string bias_key;  ///< `<module>.bias` patched by the module's diff_b / b_norm; empty when none.
+  std::string bias_key{};  ///< `<module>.bias` patched by the module's diff_b / b_norm; empty when none.
   bool transpose = false;  ///< The file stores this weight transposed (SDXL OpenCLIP text_projection).
   bool materialize_identity = false;  ///< Absent from the file; ComfyUI patches an identity weight.
-  std::vector<std::int64_t> shape;    ///< Shape of the materialised identity weight.
+  std::vector<std::int64_t> shape{};  ///< Shape of the materialised identity weight.
   /// First row and row count of the patched window in a weight of `weight_rows` rows.
   std::pair<std::int64_t, std::int64_t> row_window(std::int64_t weight_rows) const noexcept;
 };
@@ -225,6 +225,10 @@ struct LoraFit {
   std::vector<LoraShadowedModule> shadowed;
   /// Modules the loader fails on (the whole load fails with the loader).
   std::vector<LoraLoaderFailure> loader_failures;
+  /// Modules the loader applies in a way a merge into this file cannot reproduce (a
+  /// swap_scale_shift target, a bias window, the loader ignoring a PEFT DoRA magnitude...):
+  /// merge_lora refuses them by name.
+  std::vector<LoraLoaderFailure> merge_unsupported;
   /// Matched modules whose delta shape does not fit the base weight ("module: a vs b").
   std::vector<std::string> shape_mismatches;
   std::size_t lora_tensors = 0;          ///< Tensors in the LoRA file.

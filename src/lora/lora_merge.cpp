@@ -53,6 +53,10 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
     const LoraLoaderFailure& f = fit.loader_failures.front();
     throw Error(f.error, f.message);
   }
+  if (!fit.merge_unsupported.empty()) {
+    const LoraLoaderFailure& f = fit.merge_unsupported.front();
+    throw Error(f.error, f.message);
+  }
   for (const auto& [name, target] : fit.matched) {
     const LoraModule& m = *lora->module(name);
     lora->validate(m);

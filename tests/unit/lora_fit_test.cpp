@@ -1,0 +1,216 @@
+// The LoRA fit against ComfyUI's own rules: for every (base, LoRA) pair tests/data/make_models.py
+// writes (complete SD1.5 / SDXL / SD3 / Flux / Wan / Qwen-Image layouts, LoRAs named as kohya
+// sd-scripts, diffusers PEFT, LyCORIS, OneTrainer, ai-toolkit and musubi-tuner name them), the
+// generator derives what ComfyUI's LoraLoader prints and applies by running a transcription of
+// comfy/lora.py (tests/data/comfy_rules.py) over the model ComfyUI builds; genscope's fit must
+// give the same sets. Plus the targets' details (row windows, transposition, identity
+// weights, bias keys, split fused weights) and malformed input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include "genscope/error.hpp"
+#include "genscope/lora.hpp"
+#include "unit/model_data.hpp"
+
+namespace genscope {
+namespace {
+
+using testing::model_file;
+
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+const nlohmann::json& cases() {
+  static const nlohmann::json j = [] {
+    std::ifstream in(model_file("comfy_cases.json"));
+    return nlohmann::json::parse(in);
+  }();
+  return j;
+}
+
+TEST(ComfyFit, EveryPairMatchesComfyUIsRules) {
+  ASSERT_GE(cases().size(), 25u);
+  for (const auto& c : cases()) {
+    const std::string base_name = c["base"], lora_name = c["lora"];
+    SCOPED_TRACE(lora_name + " on " + base_name);
+    const auto lora = LoraFile::open(model_file(lora_name), /*norms=*/false);
+    const auto base = SafetensorsFile::open(model_file(base_name));
+    const LoraFit fit = fit_lora(*lora, base, LoraLoader::kComfyUI);
+    EXPECT_EQ(fit.loader, LoraLoader::kComfyUI);
+    EXPECT_EQ(!fit.loader_failures.empty(), !c["error"].is_null()) << fit.verdict;
+    if (!c["error"].is_null()) {
+      EXPECT_TRUE(fit.matched.empty());
+      continue;
+    }
+    EXPECT_EQ(fit.lora_keys_not_loaded, c["lora_key_not_loaded"].get<std::vector<std::string>>());
+    EXPECT_EQ(sorted(fit.not_loaded), sorted(c["not_loaded"].get<std::vector<std::string>>()));
+    EXPECT_EQ(sorted(fit.missing_from_file), sorted(c["missing_from_file"].get<std::vector<std::string>>()));
+    std::map<std::string, std::set<std::string>> applied;
+    for (const auto& [module, target] : fit.matched) {
+      applied[module].insert(target.key);
+      if (!target.bias_key.empty()) applied[module].insert(target.bias_key);
+    }
+    std::map<std::string, std::set<std::string>> want;
+    for (const auto& [module, keys] : c["applied"].items()) {
+      for (const auto& k : keys) want[module].insert(k.get<std::string>());
+    }
+    EXPECT_EQ(applied, want);
+    std::set<std::pair<std::string, std::string>> shadowed, want_shadowed;
+    for (const auto& s : fit.shadowed) shadowed.emplace(s.module, s.by);
+    for (const auto& s : c["shadowed"]) want_shadowed.emplace(s[0], s[1]);
+    EXPECT_EQ(shadowed, want_shadowed);
+    EXPECT_EQ(fit.tensors_loaded + fit.lora_keys_not_loaded.size(), fit.lora_tensors);
+  }
+}
+
+TEST(ComfyFit, DetectsEveryFamilyFromTheBase) {
+  const std::map<std::string, ModelArch> want = {
+      {"sd15.safetensors", ModelArch::kSD1},        {"sd15_diffusers.safetensors", ModelArch::kSD1},
+      {"sdxl.safetensors", ModelArch::kSDXL},       {"sd3.safetensors", ModelArch::kSD3},
+      {"flux.safetensors", ModelArch::kFlux},       {"flux_diffusers.safetensors", ModelArch::kFlux},
+      {"wan.safetensors", ModelArch::kWan},         {"wan_diffusers.safetensors", ModelArch::kWan},
+      {"qwen_image.safetensors", ModelArch::kQwenImage}};
+  for (const auto& [file, arch] : want) {
+    std::vector<std::string> keys;
+    const auto base = SafetensorsFile::open(model_file(file));
+    for (const auto& e : base.entries()) keys.push_back(e.name);
+    EXPECT_EQ(detect_model_arch(keys), arch) << file;
+  }
+  const std::map<std::string, ModelArch> lora_want = {
+      {"sd3_peft.safetensors", ModelArch::kSD3},  // joint attention + a second CLIP encoder
+      {"sd3_kohya.safetensors", ModelArch::kSD3},     {"flux_kohya.safetensors", ModelArch::kFlux},
+      {"flux_aitoolkit.safetensors", ModelArch::kFlux}, {"wan_musubi.safetensors", ModelArch::kWan},
+      {"wan_peft.safetensors", ModelArch::kWan},      {"wan_original.safetensors", ModelArch::kWan},
+      {"qwen_musubi.safetensors", ModelArch::kQwenImage}, {"qwen_peft.safetensors", ModelArch::kQwenImage},
+      {"sdxl_kohya.safetensors", ModelArch::kSDXL},   {"sd15_kohya.safetensors", ModelArch::kSD1}};
+  for (const auto& [file, arch] : lora_want) {
+    EXPECT_EQ(LoraFile::open(model_file(file), false)->arch(), arch) << file;
+  }
+}
+
+// The first matched target of `module`.
+const LoraKeyTarget* target_of(const LoraFit& fit, const std::string& module) {
+  for (const auto& [m, t] : fit.matched) {
+    if (m == module) return &t;
+  }
+  return nullptr;
+}
+
+TEST(ComfyFit, TargetsCarryWindowsTranspositionAndIdentity) {
+  {
+    const auto lora = LoraFile::open(model_file("sdxl_onetrainer.safetensors"), false);
+    const LoraFit fit = fit_lora(*lora, SafetensorsFile::open(model_file("sdxl.safetensors")));
+    const LoraKeyTarget* te1 = target_of(fit, "lora_te1_text_projection");
+    ASSERT_NE(te1, nullptr);
+    EXPECT_TRUE(te1->materialize_identity);
+    EXPECT_EQ(te1->key, "conditioner.embedders.0.transformer.text_projection.weight");
+    EXPECT_EQ(te1->shape, (std::vector<std::int64_t>{12, 12}));
+    const LoraKeyTarget* te2 = target_of(fit, "lora_te2_text_projection");
+    ASSERT_NE(te2, nullptr);
+    EXPECT_TRUE(te2->transpose);
+    EXPECT_FALSE(te2->materialize_identity);
+    EXPECT_EQ(te2->key, "conditioner.embedders.1.model.text_projection");
+    const LoraKeyTarget* k = target_of(fit, "text_encoders.clip_g.transformer.text_model.encoder.layers.5.self_attn.k_proj");
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(k->key, "conditioner.embedders.1.model.transformer.resblocks.5.attn.in_proj_weight");
+    EXPECT_EQ(k->chunk, 1);
+    EXPECT_EQ(k->chunks, 3);
+    EXPECT_EQ(k->row_window(24), (std::pair<std::int64_t, std::int64_t>{8, 8}));
+    EXPECT_TRUE(fit.fits()) << fit.verdict;
+  }
+  {
+    // Flux: diffusers names land on row windows of the fused qkv / linear1 (flux_to_diffusers).
+    const auto lora = LoraFile::open(model_file("flux_aitoolkit.safetensors"), false);
+    const LoraFit fit = fit_lora(*lora, SafetensorsFile::open(model_file("flux.safetensors")));
+    const LoraKeyTarget* v = target_of(fit, "transformer.transformer_blocks.7.attn.to_v");
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(v->key, "double_blocks.7.img_attn.qkv.weight");
+    EXPECT_EQ(v->row_offset, 32);
+    EXPECT_EQ(v->rows, 16);
+    const LoraKeyTarget* mlp = target_of(fit, "transformer.single_transformer_blocks.30.proj_mlp");
+    ASSERT_NE(mlp, nullptr);
+    EXPECT_EQ(mlp->key, "single_blocks.30.linear1.weight");
+    EXPECT_EQ(mlp->row_window(112), (std::pair<std::int64_t, std::int64_t>{48, 64}));
+    EXPECT_TRUE(fit.shape_mismatches.empty()) << fit.shape_mismatches.front();
+  }
+  {
+    // The same fused qkv LoRA on a diffusers-layout Flux: one delta split over to_q/to_k/to_v.
+    const auto lora = LoraFile::open(model_file("flux_kohya.safetensors"), false);
+    const LoraFit fit = fit_lora(*lora, SafetensorsFile::open(model_file("flux_diffusers.safetensors")));
+    std::vector<std::tuple<std::string, std::int64_t, std::int64_t>> pieces;
+    for (const auto& [m, t] : fit.matched) {
+      if (m == "lora_unet_double_blocks_18_img_attn_qkv") pieces.emplace_back(t.key, t.delta_row_offset, t.rows);
+    }
+    EXPECT_EQ(pieces, (std::vector<std::tuple<std::string, std::int64_t, std::int64_t>>{
+                          {"transformer_blocks.18.attn.to_q.weight", 0, 16},
+                          {"transformer_blocks.18.attn.to_k.weight", 16, 16},
+                          {"transformer_blocks.18.attn.to_v.weight", 32, 16}}));
+    EXPECT_TRUE(fit.shape_mismatches.empty());
+  }
+  {
+    // Bias deltas: diff_b lands on <module>.bias; on a weight without bias it is NOT LOADED.
+    const auto lora = LoraFile::open(model_file("sd15_full.safetensors"), false);
+    const LoraFit fit = fit_lora(*lora, SafetensorsFile::open(model_file("sd15.safetensors")));
+    const LoraKeyTarget* conv = target_of(fit, "lora_unet_conv_in");
+    ASSERT_NE(conv, nullptr);
+    EXPECT_EQ(conv->key, "model.diffusion_model.input_blocks.0.0.weight");
+    EXPECT_EQ(conv->bias_key, "model.diffusion_model.input_blocks.0.0.bias");
+    const LoraKeyTarget* q = target_of(fit, "lora_unet_down_blocks_0_attentions_0_transformer_blocks_0_attn1_to_q");
+    ASSERT_NE(q, nullptr);
+    EXPECT_TRUE(q->bias_key.empty());
+    EXPECT_NE(std::find(fit.not_loaded.begin(), fit.not_loaded.end(),
+                        "diffusion_model.input_blocks.1.1.transformer_blocks.0.attn1.to_q.bias"),
+              fit.not_loaded.end());
+  }
+}
+
+TEST(ComfyFit, PrunedWeightsAreMissingFromTheFileNotNotLoaded) {
+  const auto lora = LoraFile::open(model_file("sd15_kohya.safetensors"), false);
+  const LoraFit fit = fit_lora(*lora, SafetensorsFile::open(model_file("sd15_pruned.safetensors")));
+  EXPECT_TRUE(fit.not_loaded.empty());
+  EXPECT_EQ(sorted(fit.missing_from_file),
+            (std::vector<std::string>{"diffusion_model.input_blocks.1.1.transformer_blocks.0.attn1.to_k.weight",
+                                      "diffusion_model.input_blocks.1.1.transformer_blocks.0.attn1.to_q.weight"}));
+  EXPECT_FALSE(fit.fits());
+  EXPECT_NE(fit.verdict.find("2 patch weights missing from this file"), std::string::npos) << fit.verdict;
+}
+
+TEST(ComfyFit, VerdictNamesTheLoaderAndTheOtherOne) {
+  const auto lora = LoraFile::open(model_file("sd15_peft.safetensors"), false);
+  const auto base = SafetensorsFile::open(model_file("sd15.safetensors"));
+  const LoraFit fit = fit_lora(*lora, base);
+  EXPECT_EQ(fit.verdict.rfind("comfyui: partial fit", 0), 0u) << fit.verdict;
+  ASSERT_TRUE(fit.other_loader);
+  EXPECT_EQ(fit.other_loader->loader, LoraLoader::kDiffusers);
+  const nlohmann::json j = fit;
+  EXPECT_EQ(j["loader"], "comfyui");
+  EXPECT_EQ(j["lora_key_not_loaded_count"], fit.lora_keys_not_loaded.size());
+  EXPECT_EQ(j["other_loader"]["loader"], "diffusers");
+}
+
+TEST(ComfyFit, UpWithoutDownFailsTheLoad) {
+  const auto lora = LoraFile::open(model_file("bad_missing_half.safetensors"), false);
+  const LoraFit fit = fit_lora(*lora, SafetensorsFile::open(model_file("sd15.safetensors")));
+  ASSERT_EQ(fit.loader_failures.size(), 1u);
+  EXPECT_EQ(fit.loader_failures[0].error, "LoraMissingHalf");
+  EXPECT_NE(fit.loader_failures[0].message.find("attn1_to_q.lora_down.weight"), std::string::npos);
+  EXPECT_EQ(fit.verdict.rfind("comfyui fails to load this LoRA", 0), 0u) << fit.verdict;
+}
+
+TEST(ComfyFit, KeyOnlyMapAndMalformedNamesDoNotThrow) {
+  // Names only (no shapes): windows stay unsized; odd names map to nothing.
+  const std::vector<std::string> keys = {"double_blocks.0.img_attn.qkv.weight", "single_blocks.0.linear1.weight",
+                                         "img_in.weight", "", ".", "..weight", "blocks.x.self_attn.q.weight",
+                                         "input_blocks.0.0.weight", "joint_blocks.", "a.b.c"};
+  EXPECT_NO_THROW(lora_key_map(keys));
+  std::string evidence;
+  EXPECT_EQ(detect_lora_arch({"", "_", "blocks_", "lora_unet_blocks"}, &evidence), ModelArch::kUnknown);
+}
+
+}  // namespace
+}  // namespace genscope
