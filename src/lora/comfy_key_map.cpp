@@ -11,7 +11,6 @@
 #include <set>
 #include <unordered_map>
 
-#include "lora/family_maps.hpp"
 
 namespace genscope::detail {
 namespace {
@@ -45,17 +44,19 @@ class Namer {
 
 std::string_view strip_weight(std::string_view k) { return k.substr(0, k.size() - 7); }
 
-// (diffusers name, original name) pairs as ComfyUI's dict holds them: each diffusers name once,
-// at its first position, with its last value.
-std::vector<FamilyPair> as_dict(std::vector<FamilyPair> pairs) {
-  std::unordered_map<std::string, std::size_t> at;
-  std::vector<FamilyPair> out;
-  for (FamilyPair& p : pairs) {
+// The family pairs as ComfyUI's dict holds them: each diffusers name once, at its first
+// position, with its last value (SD3 and Flux maps assign some names twice).
+std::vector<const FamilyPair*> as_dict(const std::vector<FamilyPair>& pairs) {
+  std::unordered_map<std::string_view, std::size_t> at;
+  at.reserve(pairs.size());
+  std::vector<const FamilyPair*> out;
+  out.reserve(pairs.size());
+  for (const FamilyPair& p : pairs) {
     const auto [it, inserted] = at.try_emplace(p.diffusers, out.size());
     if (inserted) {
-      out.push_back(std::move(p));
+      out.push_back(&p);
     } else {
-      out[it->second] = std::move(p);
+      out[it->second] = &p;
     }
   }
   return out;
@@ -64,9 +65,9 @@ std::vector<FamilyPair> as_dict(std::vector<FamilyPair> pairs) {
 void unet_keys(const LoaderModel& m, Namer& n) {
   std::string key;  // the model key of a mapped name; targets view it during emit only
   // Generic names of every diffusion-model key.
-  for (const std::string& k : m.diffusion_keys) {
+  for (const std::string_view k : m.diffusion_keys) {
     const ComfyTarget t{k};
-    const std::string_view rel = std::string_view(k).substr(16);  // after "diffusion_model."
+    const std::string_view rel = k.substr(16);  // after "diffusion_model."
     if (k.ends_with(".weight")) {
       n.put("lora_unet_", strip_weight(rel), true, t);
       n.put("", strip_weight(k), false, t);  // generic lora format
@@ -77,14 +78,15 @@ void unet_keys(const LoaderModel& m, Namer& n) {
   // UNets: the diffusers names of every weight (unet_to_diffusers), attention through
   // ".processor." only.
   if (m.unet) {
-    for (const FamilyPair& p : as_dict(unet_pairs(*m.unet))) {
+    std::string proc;
+    for (const FamilyPair& p : m.pairs) {  // unet_to_diffusers names each weight once
       if (!p.diffusers.ends_with(".weight")) continue;
-      key = "diffusion_model." + p.original;
+      key.assign("diffusion_model.").append(p.original);
       const ComfyTarget t{key};
       const std::string_view d = strip_weight(p.diffusers);
       n.put("lora_unet_", d, true, t);
       n.put("lycoris_", d, true, t);  // simpletuner lycoris format
-      std::string proc(d);
+      proc.assign(d);
       for (std::size_t pos = proc.find(".to_"); pos != std::string::npos; pos = proc.find(".to_", pos + 14)) {
         proc.replace(pos, 4, ".processor.to_");
       }
@@ -94,7 +96,7 @@ void unet_keys(const LoaderModel& m, Namer& n) {
     }
   }
   const auto mapped = [&](const FamilyPair& p) {
-    key = "diffusion_model." + p.original;
+    key.assign("diffusion_model.").append(p.original);
     ComfyTarget t{key};
     t.offset = p.offset;
     t.rows = p.rows;
@@ -102,7 +104,8 @@ void unet_keys(const LoaderModel& m, Namer& n) {
     return t;
   };
   if (m.arch == ModelArch::kSD3) {  // Diffusers lora SD3
-    for (const FamilyPair& p : as_dict(mmdit_pairs(m.mmdit_depth, m.mmdit_blocks))) {
+    for (const FamilyPair* pp : as_dict(m.pairs)) {
+      const FamilyPair& p = *pp;
       if (!p.diffusers.ends_with(".weight")) continue;
       const ComfyTarget t = mapped(p);
       const std::string_view d = strip_weight(p.diffusers);
@@ -113,7 +116,8 @@ void unet_keys(const LoaderModel& m, Namer& n) {
     }
   }
   if (m.arch == ModelArch::kFlux) {  // Diffusers lora Flux
-    for (const FamilyPair& p : as_dict(flux_pairs(m.flux_double, m.flux_single, m.flux_hidden))) {
+    for (const FamilyPair* pp : as_dict(m.pairs)) {
+      const FamilyPair& p = *pp;
       if (!p.diffusers.ends_with(".weight")) continue;
       const ComfyTarget t = mapped(p);
       const std::string_view d = strip_weight(p.diffusers);
@@ -122,21 +126,22 @@ void unet_keys(const LoaderModel& m, Namer& n) {
       n.put("lora_transformer_", d, true, t);
       n.put("", d, false, t);  // DiffSynth
     }
-    for (const std::string& k : m.diffusion_keys) {
+    for (const std::string_view k : m.diffusion_keys) {
       if (!k.ends_with(".linear1.weight")) continue;
       ComfyTarget t{k};
       t.rows = m.flux_hidden * 3;
-      n.put("", std::string_view(k).substr(0, k.size() - 15), false, t, ".linear1_qkv");
+      n.put("", k.substr(0, k.size() - 15), false, t, ".linear1_qkv");
     }
   }
   if (m.arch == ModelArch::kQwenImage) {
-    for (const std::string& k : m.diffusion_keys) {
+    for (const std::string_view k : m.diffusion_keys) {
       if (!k.ends_with(".weight")) continue;
-      const std::string_view key_lora = strip_weight(std::string_view(k).substr(16));
+      const std::string_view key_lora = strip_weight(k.substr(16));
       std::vector<std::pair<std::string, ComfyTarget>> targets;
       if (key_lora.ends_with(".img_mlp.gate_up")) {  // Qwen Image 2.1: halves of the fused weight
         const ModelTensor* mt = m.find(k);
-        const std::int64_t half = mt != nullptr && !mt->shape.empty() ? mt->shape[0] / 2 : 0;
+        const auto shape = mt != nullptr ? m.view(*mt).shape : std::vector<std::int64_t>{};
+        const std::int64_t half = !shape.empty() ? shape[0] / 2 : 0;
         const std::string base(key_lora.substr(0, key_lora.size() - 8));
         ComfyTarget a{k}, b{k};
         a.rows = half;
@@ -167,19 +172,19 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kLoraClip
 
 void clip_keys(const LoaderModel& m, Namer& n) {
   std::set<std::string_view> prefixes;
-  for (const std::string& k : m.text_keys) {
+  for (const std::string_view k : m.text_keys) {
     if (!k.ends_with(".weight")) continue;
     const ComfyTarget t{k};
     n.put("text_encoders.", strip_weight(k), false, t);  // generic lora format
     const std::size_t tp = k.find(".transformer.");
-    if (tp != std::string::npos && tp > 0 && !starts_with(k, "clip_")) {
-      n.put("text_encoders.", strip_weight(std::string_view(k).substr(tp + 1)), false, t);
+    if (tp != std::string_view::npos && tp > 0 && !starts_with(k, "clip_")) {
+      n.put("text_encoders.", strip_weight(k.substr(tp + 1)), false, t);
     }
-    prefixes.insert(std::string_view(k).substr(0, k.find('.')));
+    prefixes.insert(k.substr(0, k.find('.')));
   }
   bool clip_l_present = false, clip_g_present = false;
   std::string key;
-  const auto lookup = [&](std::string_view tower, int b, std::string_view c) -> const std::string* {
+  const auto lookup = [&](std::string_view tower, int b, std::string_view c) -> const std::string_view* {
     key.assign(tower).append(".transformer.text_model.encoder.layers.").append(std::to_string(b)).append(".").append(c).append(".weight");
     const auto it = m.tensors.find(key);
     return it == m.tensors.end() ? nullptr : &it->first;
@@ -188,20 +193,20 @@ void clip_keys(const LoaderModel& m, Namer& n) {
     const std::string layer = std::to_string(b) + "_";
     for (const auto& [c, lc] : kLoraClipMap) {
       const std::string hf = std::to_string(b) + "." + std::string(c);
-      if (const std::string* k = lookup("clip_h", b, c)) {
+      if (const std::string_view* k = lookup("clip_h", b, c)) {
         const ComfyTarget t{*k};
         n.put("lora_te_text_model_encoder_layers_", layer, false, t, lc);
         n.put("lora_te1_text_model_encoder_layers_", layer, false, t, lc);
         n.put("text_encoder.text_model.encoder.layers.", hf, false, t);
       }
-      if (const std::string* k = lookup("clip_l", b, c)) {
+      if (const std::string_view* k = lookup("clip_l", b, c)) {
         const ComfyTarget t{*k};
         n.put("lora_te_text_model_encoder_layers_", layer, false, t, lc);
         n.put("lora_te1_text_model_encoder_layers_", layer, false, t, lc);
         clip_l_present = true;
         n.put("text_encoder.text_model.encoder.layers.", hf, false, t);
       }
-      if (const std::string* k = lookup("clip_g", b, c)) {
+      if (const std::string_view* k = lookup("clip_g", b, c)) {
         const ComfyTarget t{*k};
         clip_g_present = true;
         if (clip_l_present) {
@@ -215,10 +220,10 @@ void clip_keys(const LoaderModel& m, Namer& n) {
       }
     }
   }
-  for (const std::string& k : m.text_keys) {
+  for (const std::string_view k : m.text_keys) {
     if (!k.ends_with(".weight") || !starts_with(k, "t5xxl.transformer.")) continue;  // OneTrainer SD3 and Flux
     const ComfyTarget t{k};
-    const std::string_view l_key = strip_weight(std::string_view(k).substr(18));
+    const std::string_view l_key = strip_weight(k.substr(18));
     int t5_index = 1;
     if (clip_g_present) ++t5_index;
     if (clip_l_present) {
@@ -232,9 +237,9 @@ void clip_keys(const LoaderModel& m, Namer& n) {
   }
   if (prefixes.size() == 1) {  // single llama-style text encoder (kohya anima)
     const std::string full_prefix = std::string(*prefixes.begin()) + ".transformer.model.";
-    for (const std::string& k : m.text_keys) {
+    for (const std::string_view k : m.text_keys) {
       if (k.ends_with(".weight") && starts_with(k, full_prefix)) {
-        n.put("lora_te_", strip_weight(std::string_view(k).substr(full_prefix.size())), true, ComfyTarget{k});
+        n.put("lora_te_", strip_weight(k.substr(full_prefix.size())), true, ComfyTarget{k});
       }
     }
   }

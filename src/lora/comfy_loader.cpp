@@ -26,17 +26,33 @@ enum class WeightPatch { kNone, kLora, kLoha, kLokr, kNorm, kDiff, kSet };
 
 // What load_lora takes from the LoRA for one key-map name.
 struct Loaded {
-  std::vector<std::string> keys;  // tensor names marked loaded
+  std::vector<std::string_view> keys;  // tensor names marked loaded
   WeightPatch weight = WeightPatch::kNone;
   bool bias = false;              // diff_b, or b_norm with w_norm
   bool dora = false;              // x.dora_scale present
   std::optional<std::string> key_error;  // the tensor an adapter indexed and did not find
 };
 
-Loaded load(const std::string& x, const LoraNames& lora) {
+// load_lora for name x = the module's name. Every tensor "x<suffix>" of the LoRA is one of the
+// module's own (the grouping splits keys at these suffixes), so looking among them is
+// looking in the whole file.
+Loaded load(const LoraModule& module) {
   Loaded out;
-  const auto has = [&](std::string_view suffix) { return lora.has(x + std::string(suffix)); };
-  const auto take = [&](std::string_view suffix) { out.keys.push_back(x + std::string(suffix)); };
+  const std::string& x = module.name;
+  std::array<std::string_view, 16> present{};
+  std::size_t n = 0;
+  for (const auto& [role, key] : module.tensors) {
+    if (n < present.size()) present[n++] = key;
+  }
+  const auto find = [&](std::string_view suffix) -> std::string_view {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string_view k = present[i];
+      if (k.size() == x.size() + suffix.size() && k.substr(x.size()) == suffix) return k;
+    }
+    return {};
+  };
+  const auto has = [&](std::string_view suffix) { return !find(suffix).empty(); };
+  const auto take = [&](std::string_view suffix) { out.keys.push_back(find(suffix)); };
   const auto need = [&](std::string_view suffix) {
     if (has(suffix)) {
       take(suffix);
@@ -144,11 +160,10 @@ struct Name {
 
 }  // namespace
 
-LoraFit fit_comfyui(const LoraFile& lora, const LoaderModel& model) {
+LoraFit fit_comfyui(const LoraFile& lora, const LoraNames& names, const LoaderModel& model) {
   LoraFit fit;
   fit.loader = LoraLoader::kComfyUI;
   fit.base_arch = model.arch;
-  const LoraNames names(lora);
 
   // 1. key_map, filtered to the module names of this LoRA (a name the LoRA has no tensor
   //    for takes nothing in load_lora).
@@ -203,14 +218,14 @@ LoraFit fit_comfyui(const LoraFile& lora, const LoaderModel& model) {
     slots[it->second].writers.push_back(n.module);
   };
   for (const Name* n : order) {
-    Loaded l = load(n->module->name, names);
+    Loaded l = load(*n->module);
     if (l.key_error && fit.loader_failures.empty()) {
       fit.loader_failures.push_back(
           {n->module->name, "LoraMissingHalf",
            "ComfyUI's load_lora raises KeyError: '" + *l.key_error + "' (LoRA module '" + n->module->name +
                "' has its first tensor but not this one); the LoRA does not load"});
     }
-    for (const std::string& k : l.keys) consumed.insert(names.get(k));
+    for (const std::string_view k : l.keys) consumed.insert(k);
     if (l.weight != WeightPatch::kNone) write(*n, false);
     if (l.bias) write(*n, true);
     loaded_of[n->module] = std::move(l);
@@ -241,10 +256,10 @@ LoraFit fit_comfyui(const LoraFile& lora, const LoaderModel& model) {
       patch_order.push_back(winner);
     }
     if (s.bias) {
-      p.bias = t;
+      p.bias = model.view(*t);
     } else {
       p.weight = true;
-      p.tensor = t;
+      p.tensor = model.view(*t);
       p.patch_key = s.patch_key;
       p.offset = s.offset;
       p.rows = s.rows;
@@ -262,10 +277,9 @@ LoraFit fit_comfyui(const LoraFile& lora, const LoaderModel& model) {
         fit.merge_unsupported.push_back({m->name, "LoraUnsupported",
                                          "LoRA module '" + m->name + "' has a PEFT DoRA magnitude (lora_magnitude_vector) that ComfyUI does not read: it applies the plain LoRA"});
       }
-      if (p.tensor == nullptr) {
-        // Only its bias patch survived: the weight target is the module's own weight.
-        p.weight = false;
-        p.tensor = p.bias;
+      if (!p.weight) {
+        // Only its bias patch survived.
+        p.tensor = *p.bias;
       }
       add_matched(fit, p);
     }

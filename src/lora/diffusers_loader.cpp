@@ -3,11 +3,11 @@
 
 namespace genscope::detail {
 
-LoraFit fit_diffusers(const LoraFile& lora, const LoaderModel& model) {
+LoraFit fit_diffusers(const LoraFile& lora, const LoraNames& names, const LoaderModel& model) {
   LoraFit fit;
   fit.loader = LoraLoader::kDiffusers;
   fit.base_arch = model.arch;
-  const LoraNames names(lora);
+  (void)lora;
   set_loaded(fit, names, {});
   return fit;
 }

@@ -17,38 +17,6 @@ namespace {
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
-// Sorted view of a key list answering prefix questions in O(log n).
-class KeyIndex {
- public:
-  explicit KeyIndex(const std::vector<std::string>& keys) : keys_(keys.begin(), keys.end()) {
-    std::sort(keys_.begin(), keys_.end());
-  }
-  bool has_prefix(std::string_view prefix) const {
-    auto it = std::lower_bound(keys_.begin(), keys_.end(), prefix);
-    return it != keys_.end() && starts_with(*it, prefix);
-  }
-  // Count of consecutive indices i with a key starting with base + i + ".".
-  int count_blocks(const std::string& base) const {
-    int i = 0;
-    while (has_prefix(base + std::to_string(i) + ".")) ++i;
-    return i;
-  }
-
- private:
-  std::vector<std::string_view> keys_;
-};
-
-std::string fmt_idx(std::string_view a, int x) { return std::string(a) + std::to_string(x) + "."; }
-
-// The prefix in front of `marker` in any key.
-std::optional<std::string> prefix_of(const std::vector<std::string>& keys, std::string_view marker) {
-  for (const std::string& k : keys) {
-    const auto p = k.find(marker);
-    if (p != std::string::npos && (p == 0 || k[p - 1] == '.')) return k.substr(0, p);
-  }
-  return std::nullopt;
-}
-
 // "blocks" used as a DiT block list (Wan's blocks.N), not part of transformer_blocks,
 // double_blocks, input_blocks, ...
 bool plain_blocks(std::string_view n) {
@@ -74,51 +42,7 @@ bool unet_levels(std::string_view n) {
 }  // namespace
 
 std::optional<UnetConfig> unet_config_from_keys(const std::vector<std::string>& model_keys) {
-  const KeyIndex idx(model_keys);
-  UnetConfig config;
-  if (auto prefix = prefix_of(model_keys, "input_blocks.0.0.weight")) {
-    const std::string p = *prefix;
-    int in_level = 0;
-    for (int n = 1; idx.has_prefix(fmt_idx(p + "input_blocks.", n)); ++n) {
-      const std::string b = fmt_idx(p + "input_blocks.", n);
-      if (idx.has_prefix(b + "0.op.")) {  // downsampler closes a level
-        config.num_res_blocks.push_back(in_level);
-        in_level = 0;
-        continue;
-      }
-      ++in_level;
-      config.transformer_depth.push_back(idx.count_blocks(b + "1.transformer_blocks."));
-    }
-    config.num_res_blocks.push_back(in_level);
-    for (int m = 0; idx.has_prefix(fmt_idx(p + "output_blocks.", m)); ++m) {
-      config.transformer_depth_output.push_back(
-          idx.count_blocks(fmt_idx(p + "output_blocks.", m) + "1.transformer_blocks."));
-    }
-    config.transformer_depth_middle = idx.count_blocks(p + "middle_block.1.transformer_blocks.");
-    return config;
-  }
-  if (auto prefix = prefix_of(model_keys, "down_blocks.0.resnets.0.")) {
-    const std::string p = *prefix;
-    for (int x = 0; idx.has_prefix(fmt_idx(p + "down_blocks.", x)); ++x) {
-      const std::string b = fmt_idx(p + "down_blocks.", x);
-      const int n = idx.count_blocks(b + "resnets.");
-      config.num_res_blocks.push_back(n);
-      for (int i = 0; i < n; ++i) {
-        config.transformer_depth.push_back(idx.count_blocks(fmt_idx(b + "attentions.", i) + "transformer_blocks."));
-      }
-    }
-    for (int x = 0; idx.has_prefix(fmt_idx(p + "up_blocks.", x)); ++x) {
-      const std::string b = fmt_idx(p + "up_blocks.", x);
-      const int n = idx.count_blocks(b + "resnets.");
-      for (int i = 0; i < n; ++i) {
-        config.transformer_depth_output.push_back(
-            idx.count_blocks(fmt_idx(b + "attentions.", i) + "transformer_blocks."));
-      }
-    }
-    config.transformer_depth_middle = idx.count_blocks(p + "mid_block.attentions.0.transformer_blocks.");
-    return config;
-  }
-  return std::nullopt;
+  return detail::unet_config_of(detail::BaseFile(model_keys));
 }
 
 std::map<std::string, std::string> unet_to_diffusers(const UnetConfig& config) {
@@ -128,7 +52,7 @@ std::map<std::string, std::string> unet_to_diffusers(const UnetConfig& config) {
 }
 
 ModelArch detect_model_arch(const std::vector<std::string>& keys) {
-  return detail::detect_family(detail::base_tensors(keys), nullptr, nullptr);
+  return detail::detect_family(detail::BaseFile(keys), nullptr, nullptr);
 }
 
 ModelArch detect_lora_arch(const std::vector<std::string>& names, std::string* evidence) {
@@ -210,7 +134,9 @@ ModelArch detect_lora_arch(const std::vector<std::string>& names, std::string* e
 namespace {
 
 // A model tensor as a target in the file (first piece, with a loader window composed in).
-std::optional<LoraKeyTarget> file_target(const detail::ModelTensor& t, std::int64_t offset, std::int64_t rows) {
+std::optional<LoraKeyTarget> file_target(const detail::LoaderModel& model, const detail::ModelTensor& mt,
+                                         std::int64_t offset, std::int64_t rows) {
+  const detail::TensorView t = model.view(mt);
   if (t.pieces.empty()) return std::nullopt;
   LoraKeyTarget target = t.pieces.front().where;
   if (rows > 0) {
@@ -224,26 +150,24 @@ std::optional<LoraKeyTarget> file_target(const detail::ModelTensor& t, std::int6
   return target;
 }
 
-std::map<std::string, LoraKeyTarget> key_map_of(const std::vector<detail::BaseTensor>& tensors, LoraLoader loader) {
+std::map<std::string, LoraKeyTarget> key_map_of(const detail::BaseFile& tensors, LoraLoader loader) {
   std::map<std::string, LoraKeyTarget> map;
   if (loader == LoraLoader::kComfyUI) {
     const detail::LoaderModel model = detail::comfy_model(tensors);
     detail::comfy_key_map(model, [&](std::string_view name, const detail::ComfyTarget& t) {
       const detail::ModelTensor* mt = model.find(t.model_key);
       if (mt == nullptr) return;
-      if (auto target = file_target(*mt, t.offset, t.rows)) map[std::string(name)] = std::move(*target);
+      if (auto target = file_target(model, *mt, t.offset, t.rows)) map[std::string(name)] = std::move(*target);
     });
     return map;
   }
   // diffusers: PEFT module paths of the pipeline's components.
   const detail::LoaderModel model = detail::diffusers_model(tensors);
-  for (const std::string& key : model.diffusion_keys) {
-    if (!key.ends_with(".weight")) continue;
-    if (auto target = file_target(*model.find(key), 0, 0)) map[key.substr(0, key.size() - 7)] = std::move(*target);
-  }
-  for (const std::string& key : model.text_keys) {
-    if (!key.ends_with(".weight")) continue;
-    if (auto target = file_target(*model.find(key), 0, 0)) map[key.substr(0, key.size() - 7)] = std::move(*target);
+  for (const auto* keys : {&model.diffusion_keys, &model.text_keys}) {
+    for (const std::string_view key : *keys) {
+      if (!key.ends_with(".weight")) continue;
+      if (auto target = file_target(model, *model.find(key), 0, 0)) map[std::string(key.substr(0, key.size() - 7))] = std::move(*target);
+    }
   }
   return map;
 }
@@ -257,11 +181,11 @@ std::pair<std::int64_t, std::int64_t> LoraKeyTarget::row_window(std::int64_t wei
 }
 
 std::map<std::string, LoraKeyTarget> lora_key_map(const std::vector<std::string>& model_keys) {
-  return key_map_of(detail::base_tensors(model_keys), LoraLoader::kComfyUI);
+  return key_map_of(detail::BaseFile(model_keys), LoraLoader::kComfyUI);
 }
 
 std::map<std::string, LoraKeyTarget> lora_key_map(const SafetensorsFile& base, LoraLoader loader) {
-  return key_map_of(detail::base_tensors(base), loader);
+  return key_map_of(detail::BaseFile(base), loader);
 }
 
 }  // namespace genscope

@@ -3,6 +3,7 @@
 // shape check, the not-loaded / missing-from-file / unsupported bookkeeping.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -34,13 +35,13 @@ class LoraNames {
 /// rows) of it when rows > 0), its bias delta to `bias` (nullptr: none).
 struct ModelPatch {
   const LoraModule* module = nullptr;
-  const ModelTensor* tensor = nullptr;
+  TensorView tensor;                   ///< The weight (or, for a bias-only patch, the bias).
   std::string patch_key;  ///< How the loader names it (NOT LOADED / missing lines).
   std::int64_t offset = 0;
   std::int64_t rows = 0;
   bool swap = false;
   bool weight = true;                  ///< The module patches the weight (not only the bias).
-  const ModelTensor* bias = nullptr;   ///< Bias tensor patched by diff_b / b_norm.
+  std::optional<TensorView> bias;      ///< Bias tensor patched by diff_b / b_norm.
 };
 
 /// Adds `patch` to fit.matched (one entry per file tensor it lands on), checking the delta
@@ -52,8 +53,8 @@ void set_loaded(LoraFit& fit, const LoraNames& names, const std::unordered_set<s
 
 /// ComfyUI's LoraLoader (comfy/sd.py load_lora_for_models) on this LoRA and ComfyUI's model
 /// of the base (comfy_model). Fills matched, the not-loaded lists, failures; not the verdict.
-LoraFit fit_comfyui(const LoraFile& lora, const LoaderModel& model);
+LoraFit fit_comfyui(const LoraFile& lora, const LoraNames& names, const LoaderModel& model);
 /// diffusers' load_lora_weights on this LoRA and diffusers' model of the base.
-LoraFit fit_diffusers(const LoraFile& lora, const LoaderModel& model);
+LoraFit fit_diffusers(const LoraFile& lora, const LoraNames& names, const LoaderModel& model);
 
 }  // namespace genscope::detail

@@ -104,25 +104,28 @@ void finish(LoraFit& fit, const LoraFile& lora, const SafetensorsFile& base, boo
   set_verdict(fit, lora, base_has_text_encoder);
 }
 
-std::set<std::string> loaded_set(const LoraFit& fit, const LoraFile& lora) {
-  std::set<std::string> out;
+// Sorted tensor names a fit loads (none when the loader fails).
+std::vector<std::string_view> loaded(const LoraFit& fit, const detail::LoraNames& names) {
+  std::vector<std::string_view> out;
   if (!fit.loader_failures.empty()) return out;
-  const std::set<std::string> not_loaded(fit.lora_keys_not_loaded.begin(), fit.lora_keys_not_loaded.end());
-  for (const SafetensorsEntry& e : lora.file().entries()) {
-    if (not_loaded.count(e.name) == 0) out.insert(e.name);
-  }
+  std::vector<std::string_view> not_loaded(fit.lora_keys_not_loaded.begin(), fit.lora_keys_not_loaded.end());
+  std::set_difference(names.sorted().begin(), names.sorted().end(), not_loaded.begin(), not_loaded.end(),
+                      std::back_inserter(out));
   return out;
 }
 
-LoraLoaderComparison compare(const LoraFit& self, const LoraFit& other, const LoraFile& lora) {
+LoraLoaderComparison compare(const LoraFit& self, const LoraFit& other, const detail::LoraNames& names) {
   LoraLoaderComparison c;
   c.loader = other.loader;
   c.fails = !other.loader_failures.empty();
-  const auto mine = loaded_set(self, lora);
-  const auto theirs = loaded_set(other, lora);
+  const auto mine = loaded(self, names);
+  const auto theirs = loaded(other, names);
   c.tensors_loaded = theirs.size();
-  std::set_difference(theirs.begin(), theirs.end(), mine.begin(), mine.end(), std::back_inserter(c.only_other_loads));
-  std::set_difference(mine.begin(), mine.end(), theirs.begin(), theirs.end(), std::back_inserter(c.only_this_loads));
+  std::vector<std::string_view> a, b;
+  std::set_difference(theirs.begin(), theirs.end(), mine.begin(), mine.end(), std::back_inserter(a));
+  std::set_difference(mine.begin(), mine.end(), theirs.begin(), theirs.end(), std::back_inserter(b));
+  c.only_other_loads.assign(a.begin(), a.end());
+  c.only_this_loads.assign(b.begin(), b.end());
   const std::string who(lora_loader_name(other.loader));
   const std::string me(lora_loader_name(self.loader));
   if (c.fails) {
@@ -149,7 +152,7 @@ LoraNames::LoraNames(const LoraFile& lora) {
     names_.insert(e.name);
     sorted_.push_back(e.name);
   }
-  std::sort(sorted_.begin(), sorted_.end());
+  if (!std::is_sorted(sorted_.begin(), sorted_.end())) std::sort(sorted_.begin(), sorted_.end());
 }
 
 void set_loaded(LoraFit& fit, const LoraNames& names, const std::unordered_set<std::string_view>& consumed) {
@@ -166,7 +169,7 @@ void set_loaded(LoraFit& fit, const LoraNames& names, const std::unordered_set<s
 
 void add_matched(LoraFit& fit, const ModelPatch& p) {
   const LoraModule& m = *p.module;
-  const ModelTensor& t = *p.tensor;
+  const TensorView& t = p.tensor;
   if (p.swap || (p.weight && t.swapped)) {
     unsupported(fit, m.name, "the loader applies it through swap_scale_shift (rows swapped in halves); genscope does not merge that");
   }
@@ -174,8 +177,8 @@ void add_matched(LoraFit& fit, const ModelPatch& p) {
     unsupported(fit, m.name, "reshape_weight pads the base weight to a new shape; genscope does not merge that");
   }
   std::string bias_key;
-  if (p.bias != nullptr) {
-    const ModelTensor& b = *p.bias;
+  if (p.bias) {
+    const TensorView& b = *p.bias;
     const bool plain = b.kind == ModelTensor::Kind::kInFile && b.pieces.size() == 1 && b.pieces[0].rows == 0 &&
                        b.pieces[0].where.rows == 0 && b.pieces[0].where.chunks == 1 && !b.pieces[0].where.transpose;
     if (plain) {
@@ -241,16 +244,17 @@ bool LoraFit::fits() const noexcept {
 }
 
 LoraFit fit_lora(const LoraFile& lora, const SafetensorsFile& base, LoraLoader loader) {
-  const auto tensors = detail::base_tensors(base);
-  const detail::LoaderModel comfy = detail::comfy_model(tensors);
-  const detail::LoaderModel diffusers = detail::diffusers_model(tensors);
-  LoraFit a = detail::fit_comfyui(lora, comfy);
-  LoraFit b = detail::fit_diffusers(lora, diffusers);
+  const detail::BaseFile file(base);
+  const detail::LoaderModel comfy = detail::comfy_model(file);
+  const detail::LoaderModel diffusers = detail::diffusers_model(file);
+  const detail::LoraNames names(lora);
+  LoraFit a = detail::fit_comfyui(lora, names, comfy);
+  LoraFit b = detail::fit_diffusers(lora, names, diffusers);
   finish(a, lora, base, !comfy.towers.empty());
   finish(b, lora, base, !diffusers.towers.empty());
   LoraFit& self = loader == LoraLoader::kComfyUI ? a : b;
   const LoraFit& other = loader == LoraLoader::kComfyUI ? b : a;
-  self.other_loader = compare(self, other, lora);
+  self.other_loader = compare(self, other, names);
   return std::move(self);
 }
 

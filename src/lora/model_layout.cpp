@@ -28,34 +28,7 @@ namespace {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-// Sorted view of the file's names answering prefix questions in O(log n).
-class NameIndex {
- public:
-  explicit NameIndex(const std::vector<BaseTensor>& tensors) {
-    names_.reserve(tensors.size());
-    for (std::size_t i = 0; i < tensors.size(); ++i) names_.emplace_back(tensors[i].name, i);
-    std::sort(names_.begin(), names_.end());
-  }
-  bool has(std::string_view name) const { return find(name) >= 0; }
-  long find(std::string_view name) const {
-    auto it = std::lower_bound(names_.begin(), names_.end(), name,
-                               [](const auto& a, std::string_view b) { return a.first < b; });
-    return it != names_.end() && it->first == name ? static_cast<long>(it->second) : -1;
-  }
-  bool has_prefix(std::string_view prefix) const {
-    auto it = std::lower_bound(names_.begin(), names_.end(), prefix,
-                               [](const auto& a, std::string_view b) { return a.first < b; });
-    return it != names_.end() && starts_with(it->first, prefix);
-  }
-  int count_blocks(const std::string& base) const {
-    int i = 0;
-    while (has_prefix(base + std::to_string(i) + ".")) ++i;
-    return i;
-  }
-
- private:
-  std::vector<std::pair<std::string_view, std::size_t>> names_;
-};
+using NameIndex = BaseFile;
 
 // Prefixes of a checkpoint's other components: never the diffusion model.
 constexpr std::array<std::string_view, 12> kOtherComponents{
@@ -135,110 +108,101 @@ ModelArch unet_family(const NameIndex& idx, const Family& f, const std::vector<B
   int layers = 0;
   for (const BaseTensor& t : tensors) {
     if (!starts_with(t.name, "text_encoder.text_model.encoder.layers.")) continue;
-    layers = std::max(layers, std::atoi(t.name.c_str() + 39) + 1);
+    layers = std::max(layers, std::atoi(std::string(t.name.substr(39, 4)).c_str()) + 1);
   }
   return layers > 12 ? ModelArch::kSD2 : ModelArch::kSD1;
 }
 
 std::vector<std::int64_t> shape_of(const std::vector<BaseTensor>& tensors, long i) {
-  return i >= 0 ? tensors[static_cast<std::size_t>(i)].shape : std::vector<std::int64_t>{};
+  if (i < 0) return {};
+  const auto s = tensors[static_cast<std::size_t>(i)].shape;
+  return {s.begin(), s.end()};
 }
 
 // Builds a LoaderModel key by key.
 class Builder {
  public:
-  Builder(LoaderModel& model, const std::vector<BaseTensor>& tensors, const NameIndex& idx)
-      : m_(model), tensors_(tensors), idx_(idx) {}
+  Builder(LoaderModel& model, const NameIndex& idx) : m_(model), idx_(idx) {}
 
   // Model key `key` is the whole file tensor `file_key` (optionally transposed).
-  void whole(std::vector<std::string>& order, const std::string& key, const std::string& file_key,
+  void whole(std::vector<std::string_view>& order, std::string_view key, std::string_view file_key,
              bool transpose = false) {
     const long i = idx_.find(file_key);
     if (i < 0) return;
     ModelTensor& t = add(order, key);
-    ModelPiece piece;
-    piece.where.key = file_key;
-    piece.where.transpose = transpose;
-    t.pieces = {piece};
-    t.shape = shape_of(tensors_, i);
-    if (transpose && t.shape.size() == 2) std::swap(t.shape[0], t.shape[1]);
+    t.file = static_cast<std::int32_t>(i);
+    t.transpose = transpose;
+  }
+  // Model key `key` is file tensor number `i`.
+  void whole_at(std::vector<std::string_view>& order, std::string_view key, std::size_t i) {
+    ModelTensor& t = add(order, key);
+    t.file = static_cast<std::int32_t>(i);
   }
   // Model key `key` is rows [offset, offset + rows) of file tensor `file_key`, or chunk
   // `chunk` of `chunks` equal row blocks when rows is 0.
-  void window(std::vector<std::string>& order, const std::string& key, const std::string& file_key,
+  void window(std::vector<std::string_view>& order, std::string_view key, std::string_view file_key,
               std::int64_t offset, std::int64_t rows, int chunk = 0, int chunks = 1) {
     const long i = idx_.find(file_key);
     if (i < 0) return;
     ModelTensor& t = add(order, key);
-    ModelPiece piece;
-    piece.where.key = file_key;
-    piece.where.chunk = chunk;
-    piece.where.chunks = chunks;
-    piece.where.row_offset = offset;
-    piece.where.rows = rows;
-    t.pieces = {piece};
-    t.shape = shape_of(tensors_, i);
-    if (!t.shape.empty()) t.shape[0] = rows > 0 ? rows : t.shape[0] / std::max(chunks, 1);
+    t.file = static_cast<std::int32_t>(i);
+    t.row_offset = offset;
+    t.rows = rows;
+    t.chunk = static_cast<std::int16_t>(chunk);
+    t.chunks = static_cast<std::int16_t>(chunks);
   }
-  // Model key `key` holds rows [model_row, model_row + file rows) in file tensor `file_key`
-  // (a fused weight the file stores split).
-  void piece(std::vector<std::string>& order, const std::string& key, const std::string& file_key,
-             std::int64_t model_row, std::int64_t rows) {
+  // Model key `key` holds, from row `model_row`, the whole file tensor `file_key` (a fused
+  // weight the file stores split).
+  void piece(std::vector<std::string_view>& order, std::string_view key, std::string_view file_key,
+             std::int64_t model_row) {
     const long i = idx_.find(file_key);
     if (i < 0) return;
     ModelTensor& t = add(order, key);
-    ModelPiece p;
-    p.where.key = file_key;
-    p.model_row = model_row;
-    const auto shape = shape_of(tensors_, i);
-    p.rows = !shape.empty() ? shape[0] : rows;
-    t.pieces.push_back(p);
-    if (t.shape.empty() && !shape.empty()) {
-      t.shape = shape;
-      t.shape[0] = 0;
+    if (t.split < 0) {
+      t.split = static_cast<std::int32_t>(m_.splits.size());
+      m_.splits.emplace_back();
     }
-    if (!t.shape.empty()) t.shape[0] = std::max(t.shape[0], model_row + p.rows);
+    m_.splits[static_cast<std::size_t>(t.split)].emplace_back(static_cast<std::int32_t>(i), model_row);
   }
   // A key the loader's model has but the file lacks.
-  void missing(std::vector<std::string>& order, const std::string& key, const std::string& would_be) {
+  void missing(std::vector<std::string_view>& order, std::string_view key, std::string_view would_be) {
     if (m_.tensors.count(key) != 0) return;
     ModelTensor& t = add(order, key);
     t.kind = ModelTensor::Kind::kMissing;
-    ModelPiece p;
-    p.where.key = would_be;
-    t.pieces = {p};
+    t.would_be = m_.arena.intern(would_be);
   }
-  void identity(std::vector<std::string>& order, const std::string& key, const std::string& would_be,
+  // A key the loader initialises to the identity of `width` (the file lacks it).
+  void identity(std::vector<std::string_view>& order, std::string_view key, std::string_view would_be,
                 std::int64_t width) {
     if (m_.tensors.count(key) != 0) return;
     ModelTensor& t = add(order, key);
     t.kind = ModelTensor::Kind::kIdentity;
-    ModelPiece p;
-    p.where.key = would_be;
-    p.where.materialize_identity = true;
-    if (width > 0) p.where.shape = {width, width};
-    t.pieces = {p};
-    t.shape = p.where.shape;
+    t.would_be = m_.arena.intern(would_be);
+    t.rows = width;
+  }
+  void mark_swapped(std::string_view key) {
+    if (auto it = m_.tensors.find(key); it != m_.tensors.end()) it->second.swapped = true;
   }
 
  private:
-  ModelTensor& add(std::vector<std::string>& order, const std::string& key) {
-    const auto [it, inserted] = m_.tensors.try_emplace(key);
-    if (inserted) order.push_back(key);
-    return it->second;
+  ModelTensor& add(std::vector<std::string_view>& order, std::string_view key) {
+    if (auto it = m_.tensors.find(key); it != m_.tensors.end()) return it->second;
+    const std::string_view stored = m_.arena.intern(key);
+    order.push_back(stored);
+    return m_.tensors.emplace(stored, ModelTensor{}).first->second;
   }
   LoaderModel& m_;
-  const std::vector<BaseTensor>& tensors_;
   const NameIndex& idx_;
 };
 
 // --- the diffusion model ---------------------------------------------------------------
 
 // Keys of the diffusion model in the file (relative to the family prefix), file order.
-std::vector<std::pair<std::string, long>> diffusion_names(const std::vector<BaseTensor>& tensors, const Family& f) {
-  std::vector<std::pair<std::string, long>> out;
+std::vector<std::pair<std::string_view, long>> diffusion_names(const std::vector<BaseTensor>& tensors, const Family& f) {
+  std::vector<std::pair<std::string_view, long>> out;
+  out.reserve(tensors.size());
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const std::string& n = tensors[i].name;
+    const std::string_view n = tensors[i].name;
     if (!starts_with(n, f.prefix)) continue;
     if (f.prefix.empty() && other_component(n)) continue;
     out.emplace_back(n.substr(f.prefix.size()), static_cast<long>(i));
@@ -246,8 +210,52 @@ std::vector<std::pair<std::string, long>> diffusion_names(const std::vector<Base
   return out;
 }
 
+// The UNet structure from the file (ComfyUI's model_detection counts the same blocks).
+std::optional<UnetConfig> read_unet(const NameIndex& idx, const std::string& p, bool diffusers) {
+  UnetConfig config;
+  const auto block = [](const std::string& a, int x) { return a + std::to_string(x) + "."; };
+  if (!diffusers) {
+    if (!idx.has_prefix(p + "input_blocks.0.0.")) return std::nullopt;
+    int in_level = 0;
+    for (int n = 1; idx.has_prefix(block(p + "input_blocks.", n)); ++n) {
+      const std::string b = block(p + "input_blocks.", n);
+      if (idx.has_prefix(b + "0.op.")) {  // a downsampler closes a level
+        config.num_res_blocks.push_back(in_level);
+        in_level = 0;
+        continue;
+      }
+      ++in_level;
+      config.transformer_depth.push_back(idx.count_blocks(b + "1.transformer_blocks."));
+    }
+    config.num_res_blocks.push_back(in_level);
+    for (int m = 0; idx.has_prefix(block(p + "output_blocks.", m)); ++m) {
+      config.transformer_depth_output.push_back(idx.count_blocks(block(p + "output_blocks.", m) + "1.transformer_blocks."));
+    }
+    config.transformer_depth_middle = idx.count_blocks(p + "middle_block.1.transformer_blocks.");
+    return config;
+  }
+  if (!idx.has_prefix(p + "down_blocks.0.resnets.0.")) return std::nullopt;
+  for (int x = 0; idx.has_prefix(block(p + "down_blocks.", x)); ++x) {
+    const std::string b = block(p + "down_blocks.", x);
+    const int n = idx.count_blocks(b + "resnets.");
+    config.num_res_blocks.push_back(n);
+    for (int i = 0; i < n; ++i) {
+      config.transformer_depth.push_back(idx.count_blocks(block(b + "attentions.", i) + "transformer_blocks."));
+    }
+  }
+  for (int x = 0; idx.has_prefix(block(p + "up_blocks.", x)); ++x) {
+    const std::string b = block(p + "up_blocks.", x);
+    const int n = idx.count_blocks(b + "resnets.");
+    for (int i = 0; i < n; ++i) {
+      config.transformer_depth_output.push_back(idx.count_blocks(block(b + "attentions.", i) + "transformer_blocks."));
+    }
+  }
+  config.transformer_depth_middle = idx.count_blocks(p + "mid_block.attentions.0.transformer_blocks.");
+  return config;
+}
+
 // The family's original <-> diffusers pairs, from the structure the file shows.
-std::vector<FamilyPair> pairs_for(const LoaderModel& m) {
+std::vector<FamilyPair> family_pairs(const LoaderModel& m) {
   switch (m.arch) {
     case ModelArch::kSD1:
     case ModelArch::kSD2:
@@ -291,12 +299,17 @@ std::string_view parent_module(std::string_view key) {
 // count) and the levels' last downsampler/upsampler (ComfyUI's map names one per level).
 void complete_unet(LoaderModel& m, Builder& b, const std::vector<BaseTensor>& tensors, const NameIndex& idx,
                    const Family& f, const std::vector<FamilyPair>& pairs) {
+  std::string key, file_key, parent;
   for (const FamilyPair& pair : pairs) {
-    const std::string file_rel = f.diffusers ? pair.diffusers : pair.original;
-    const std::string key = "diffusion_model." + pair.original;
-    if (m.tensors.count(key) != 0 || idx.has(f.prefix + file_rel)) continue;
-    const std::string parent(parent_module(f.prefix + file_rel));
-    if (parent.empty() || !idx.has_prefix(parent + ".")) continue;
+    const std::string& file_rel = f.diffusers ? pair.diffusers : pair.original;
+    file_key.assign(f.prefix).append(file_rel);
+    if (idx.has(file_key)) continue;
+    key.assign("diffusion_model.").append(pair.original);
+    if (m.tensors.count(key) != 0) continue;
+    parent.assign(parent_module(file_key));
+    if (parent.empty()) continue;
+    parent += '.';
+    if (!idx.has_prefix(parent)) continue;
     if (pair.original.find("skip_connection.") != std::string::npos) {
       // in_layers.0 (GroupNorm over the input channels) vs out_layers.3 (conv to the output).
       const std::string block = pair.original.substr(0, pair.original.find("skip_connection."));
@@ -307,7 +320,7 @@ void complete_unet(LoaderModel& m, Builder& b, const std::vector<BaseTensor>& te
       const auto so = shape_of(tensors, idx.find(f.prefix + file_block + out));
       if (si.empty() || so.empty() || si[0] == so[0]) continue;
     }
-    b.missing(m.diffusion_keys, key, f.prefix + file_rel);
+    b.missing(m.diffusion_keys, key, file_key);
   }
 }
 
@@ -320,8 +333,8 @@ void complete_blocks(LoaderModel& m, Builder& b, const Family& f) {
   std::map<std::string, std::map<std::string, std::pair<int, int>>> seen;  // list -> rel -> [first, last]
   std::map<std::string, std::set<int>> present;
   const std::string root = "diffusion_model.";
-  for (const std::string& key : m.diffusion_keys) {
-    const std::string_view rel = std::string_view(key).substr(root.size());
+  for (const std::string_view key : m.diffusion_keys) {
+    const std::string_view rel = key.substr(root.size());
     for (std::string_view list : lists) {
       if (!starts_with(rel, list)) continue;
       const std::size_t dot = rel.find('.', list.size());
@@ -349,30 +362,29 @@ void complete_blocks(LoaderModel& m, Builder& b, const Family& f) {
 void comfy_diffusion(LoaderModel& m, Builder& b, const std::vector<BaseTensor>& tensors, const NameIndex& idx,
                      const Family& f) {
   const auto names = diffusion_names(tensors, f);
-  if (m.arch == ModelArch::kSD1 || m.arch == ModelArch::kSD2 || m.arch == ModelArch::kSDXL) {
-    std::vector<std::string> keys;
-    for (const auto& n : names) keys.push_back(f.prefix + n.first);
-    m.unet = unet_config_from_keys(keys);
-  }
   if (!f.diffusers) {
-    for (const auto& [rel, i] : names) b.whole(m.diffusion_keys, "diffusion_model." + rel, tensors[static_cast<std::size_t>(i)].name);
+    std::string key;
+    for (const auto& [rel, i] : names) {
+      key.assign("diffusion_model.").append(rel);
+      b.whole_at(m.diffusion_keys, key, static_cast<std::size_t>(i));
+    }
   } else {
     // A diffusers-layout file: ComfyUI's model keys through the family map; fused weights
     // (Flux/SD3 qkv, Flux linear1) are assembled from several file tensors.
-    for (const FamilyPair& pair : pairs_for(m)) {
+    for (const FamilyPair& pair : m.pairs) {
       const std::string file_key = f.prefix + pair.diffusers;
       if (!idx.has(file_key)) continue;
       const std::string key = "diffusion_model." + pair.original;
       if (pair.rows > 0) {
-        b.piece(m.diffusion_keys, key, file_key, pair.offset, pair.rows);
+        b.piece(m.diffusion_keys, key, file_key, pair.offset);
       } else {
         b.whole(m.diffusion_keys, key, file_key);
       }
-      if (pair.swap_halves) m.tensors[key].swapped = true;
+      if (pair.swap_halves) b.mark_swapped(key);
     }
   }
   if (m.unet) {
-    complete_unet(m, b, tensors, idx, f, pairs_for(m));
+    complete_unet(m, b, tensors, idx, f, m.pairs);
   } else {
     complete_blocks(m, b, f);
   }
@@ -381,20 +393,18 @@ void comfy_diffusion(LoaderModel& m, Builder& b, const std::vector<BaseTensor>& 
 void diffusers_diffusion(LoaderModel& m, Builder& b, const std::vector<BaseTensor>& tensors, const NameIndex& idx,
                          const Family& f) {
   const auto names = diffusion_names(tensors, f);
-  const bool unet = m.arch == ModelArch::kSD1 || m.arch == ModelArch::kSD2 || m.arch == ModelArch::kSDXL;
-  const std::string component = unet ? "unet." : "transformer.";
-  if (unet) {
-    std::vector<std::string> keys;
-    for (const auto& n : names) keys.push_back(f.prefix + n.first);
-    m.unet = unet_config_from_keys(keys);
-  }
+  const std::string component = m.unet ? "unet." : "transformer.";
   if (f.diffusers || m.arch == ModelArch::kQwenImage) {
-    for (const auto& [rel, i] : names) b.whole(m.diffusion_keys, component + rel, tensors[static_cast<std::size_t>(i)].name);
+    std::string key;
+    for (const auto& [rel, i] : names) {
+      key.assign(component).append(rel);
+      b.whole_at(m.diffusion_keys, key, static_cast<std::size_t>(i));
+    }
     return;
   }
   // An original-layout file: diffusers' from_single_file converts it; fused weights become
   // row windows of the file tensor.
-  for (const FamilyPair& pair : pairs_for(m)) {
+  for (const FamilyPair& pair : m.pairs) {
     const std::string file_key = f.prefix + pair.original;
     if (!idx.has(file_key)) continue;
     // diffusers' SDXL UNet has add_embedding, never class_embedding (both are label_emb).
@@ -405,7 +415,7 @@ void diffusers_diffusion(LoaderModel& m, Builder& b, const std::vector<BaseTenso
     } else {
       b.whole(m.diffusion_keys, key, file_key);
     }
-    if (pair.swap_halves) m.tensors[key].swapped = true;
+    if (pair.swap_halves) b.mark_swapped(key);
   }
 }
 
@@ -473,13 +483,17 @@ void add_tower(LoaderModel& m, Builder& b, const std::vector<BaseTensor>& tensor
   std::int64_t width = 0;
   if (!t.open_clip) {
     const bool insert_text_model = !idx.has_prefix(p + "text_model.") && idx.has_prefix(p + "encoder.layers.");
-    for (const BaseTensor& x : tensors) {
+    std::string key;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const BaseTensor& x = tensors[i];
       if (!starts_with(x.name, p)) continue;
-      std::string rel = x.name.substr(p.size());
+      const std::string_view rel = x.name.substr(p.size());
       if (dropped(rel)) continue;
-      if (insert_text_model) rel = "text_model." + rel;  // ComfyUI's SD1 rule
-      b.whole(m.text_keys, model_prefix + rel, x.name);
-      if (rel == "text_model.final_layer_norm.weight" && !x.shape.empty()) width = x.shape[0];
+      key.assign(model_prefix);
+      if (insert_text_model) key += "text_model.";  // ComfyUI's SD1 rule
+      key.append(rel);
+      b.whole_at(m.text_keys, key, i);
+      if (key.ends_with("text_model.final_layer_norm.weight") && !x.shape.empty()) width = x.shape[0];
     }
   } else {
     // OpenCLIP -> HF (comfy/utils.py transformers_convert / clip_text_transformers_convert).
@@ -541,17 +555,24 @@ void diffusers_text(LoaderModel& m, Builder& b, const std::vector<BaseTensor>& t
   }
 }
 
-LoaderModel build(const std::vector<BaseTensor>& tensors, bool comfy) {
+LoaderModel build(const BaseFile& idx, bool comfy) {
   LoaderModel m;
-  const NameIndex idx(tensors);
+  const std::vector<BaseTensor>& tensors = idx.tensors();
   Family f = find_family(tensors, idx);
   if (f.arch == ModelArch::kSD1) f.arch = unet_family(idx, f, tensors);
   m.arch = f.arch;
   m.diffusion_prefix = f.prefix;
   m.diffusers_layout = f.diffusers;
-  Builder b(m, tensors, idx);
+  m.file = &idx;
+  m.tensors.reserve(tensors.size() + tensors.size() / 4);
+  m.diffusion_keys.reserve(tensors.size());
+  Builder b(m, idx);
   if (f.arch != ModelArch::kUnknown) {
     read_structure(m, tensors, idx, f);
+    if (f.arch == ModelArch::kSD1 || f.arch == ModelArch::kSD2 || f.arch == ModelArch::kSDXL) {
+      m.unet = read_unet(idx, f.prefix, f.diffusers);
+    }
+    m.pairs = family_pairs(m);
     if (comfy) {
       comfy_diffusion(m, b, tensors, idx, f);
     } else {
@@ -569,32 +590,128 @@ LoaderModel build(const std::vector<BaseTensor>& tensors, bool comfy) {
 
 }  // namespace
 
-std::vector<BaseTensor> base_tensors(const SafetensorsFile& base) {
-  std::vector<BaseTensor> out;
-  out.reserve(base.entries().size());
-  for (const SafetensorsEntry& e : base.entries()) out.push_back({e.name, e.shape});
-  return out;
+std::optional<UnetConfig> unet_config_of(const BaseFile& idx) {
+  for (const BaseTensor& t : idx.tensors()) {
+    for (const auto& [marker, diffusers] : {std::pair<std::string_view, bool>{"input_blocks.0.0.weight", false},
+                                            std::pair<std::string_view, bool>{"down_blocks.0.resnets.0.", true}}) {
+      const auto p = t.name.find(marker);
+      if (p != std::string_view::npos && (p == 0 || t.name[p - 1] == '.')) {
+        return read_unet(idx, std::string(t.name.substr(0, p)), diffusers);
+      }
+    }
+  }
+  return std::nullopt;
 }
 
-std::vector<BaseTensor> base_tensors(const std::vector<std::string>& keys) {
-  std::vector<BaseTensor> out;
-  out.reserve(keys.size());
-  for (const std::string& k : keys) out.push_back({k, {}});
-  return out;
+BaseFile::BaseFile(const SafetensorsFile& base) {
+  tensors_.reserve(base.entries().size());
+  for (const SafetensorsEntry& e : base.entries()) tensors_.push_back({e.name, e.shape});
+  index();
+}
+
+BaseFile::BaseFile(const std::vector<std::string>& keys) {
+  tensors_.reserve(keys.size());
+  for (const std::string& k : keys) tensors_.push_back({k, {}});
+  index();
+}
+
+void BaseFile::index() {
+  sorted_.reserve(tensors_.size());
+  for (std::size_t i = 0; i < tensors_.size(); ++i) sorted_.emplace_back(tensors_[i].name, i);
+  std::sort(sorted_.begin(), sorted_.end());
+}
+
+long BaseFile::find(std::string_view name) const {
+  const auto it = std::lower_bound(sorted_.begin(), sorted_.end(), name,
+                                   [](const auto& a, std::string_view b) { return a.first < b; });
+  return it != sorted_.end() && it->first == name ? static_cast<long>(it->second) : -1;
+}
+
+bool BaseFile::has_prefix(std::string_view prefix) const {
+  const auto it = std::lower_bound(sorted_.begin(), sorted_.end(), prefix,
+                                   [](const auto& a, std::string_view b) { return a.first < b; });
+  return it != sorted_.end() && starts_with(it->first, prefix);
+}
+
+int BaseFile::count_blocks(const std::string& base) const {
+  int i = 0;
+  while (has_prefix(base + std::to_string(i) + ".")) ++i;
+  return i;
+}
+
+std::string_view StringArena::intern(std::string_view s) {
+  if (used_ + s.size() > capacity_) {
+    capacity_ = std::max<std::size_t>(std::size_t{1} << 16, s.size());
+    blocks_.push_back(std::make_unique<char[]>(capacity_));
+    used_ = 0;
+  }
+  char* at = blocks_.back().get() + used_;
+  std::copy(s.begin(), s.end(), at);
+  used_ += s.size();
+  return {at, s.size()};
 }
 
 const ModelTensor* LoaderModel::find(std::string_view key) const {
-  const auto it = tensors.find(std::string(key));
+  const auto it = tensors.find(key);
   return it == tensors.end() ? nullptr : &it->second;
 }
 
-LoaderModel comfy_model(const std::vector<BaseTensor>& tensors) { return build(tensors, true); }
-LoaderModel diffusers_model(const std::vector<BaseTensor>& tensors) { return build(tensors, false); }
+TensorView LoaderModel::view(const ModelTensor& t) const {
+  TensorView v;
+  v.kind = t.kind;
+  v.swapped = t.swapped;
+  const auto tensor = [&](std::int32_t i) -> const BaseTensor& { return file->tensors()[static_cast<std::size_t>(i)]; };
+  if (t.split >= 0) {
+    for (const auto& [i, row] : splits[static_cast<std::size_t>(t.split)]) {
+      const BaseTensor& f = tensor(i);
+      ModelPiece p;
+      p.where.key = f.name;
+      p.model_row = row;
+      p.rows = f.shape.empty() ? 0 : f.shape[0];
+      if (v.shape.empty() && !f.shape.empty()) {
+        v.shape.assign(f.shape.begin(), f.shape.end());
+        v.shape[0] = 0;
+      }
+      if (!v.shape.empty()) v.shape[0] = std::max(v.shape[0], row + p.rows);
+      v.pieces.push_back(std::move(p));
+    }
+    return v;
+  }
+  ModelPiece p;
+  switch (t.kind) {
+    case ModelTensor::Kind::kInFile: {
+      const BaseTensor& f = tensor(t.file);
+      p.where.key = f.name;
+      p.where.chunk = t.chunk;
+      p.where.chunks = t.chunks;
+      p.where.row_offset = t.row_offset;
+      p.where.rows = t.rows;
+      p.where.transpose = t.transpose;
+      v.shape.assign(f.shape.begin(), f.shape.end());
+      if (t.transpose && v.shape.size() == 2) std::swap(v.shape[0], v.shape[1]);
+      if (!v.shape.empty()) v.shape[0] = t.rows > 0 ? t.rows : v.shape[0] / std::max<std::int64_t>(t.chunks, 1);
+      break;
+    }
+    case ModelTensor::Kind::kMissing:
+      p.where.key = t.would_be;
+      break;
+    case ModelTensor::Kind::kIdentity:
+      p.where.key = t.would_be;
+      p.where.materialize_identity = true;
+      if (t.rows > 0) p.where.shape = {t.rows, t.rows};
+      v.shape = p.where.shape;
+      break;
+  }
+  v.pieces.push_back(std::move(p));
+  return v;
+}
 
-ModelArch detect_family(const std::vector<BaseTensor>& tensors, std::string* prefix, bool* diffusers) {
-  const NameIndex idx(tensors);
-  Family f = find_family(tensors, idx);
-  if (f.arch == ModelArch::kSD1) f.arch = unet_family(idx, f, tensors);
+LoaderModel comfy_model(const BaseFile& base) { return build(base, true); }
+LoaderModel diffusers_model(const BaseFile& base) { return build(base, false); }
+
+ModelArch detect_family(const BaseFile& idx, std::string* prefix, bool* diffusers) {
+  Family f = find_family(idx.tensors(), idx);
+  if (f.arch == ModelArch::kSD1) f.arch = unet_family(idx, f, idx.tensors());
   if (prefix != nullptr) *prefix = f.prefix;
   if (diffusers != nullptr) *diffusers = f.diffusers;
   return f.arch;
