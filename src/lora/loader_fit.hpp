@@ -41,6 +41,8 @@ struct ModelPatch {
   std::int64_t rows = 0;
   bool swap = false;
   bool weight = true;                  ///< The module patches the weight (not only the bias).
+  std::int64_t delta_row = 0;          ///< Only rows [delta_row, delta_row + delta_rows) of the
+  std::int64_t delta_rows = 0;         ///< module's delta land here (0: all of it).
   std::optional<TensorView> bias;      ///< Bias tensor patched by diff_b / b_norm.
 };
 

@@ -200,8 +200,10 @@ void add_matched(LoraFit& fit, const ModelPatch& p) {
   const std::int64_t wr = p.rows > 0 ? p.rows : total;
   std::vector<std::int64_t> expected = t.shape;
   if (!expected.empty() && wr > 0) expected[0] = wr;
-  if (m.type != LoraModuleType::kNorm && !m.delta_shape.empty() && !expected.empty() && !shape_fits(m.delta_shape, expected)) {
-    fit.shape_mismatches.push_back(m.name + ": delta " + shape_text(m.delta_shape) + " vs weight '" +
+  std::vector<std::int64_t> delta = m.delta_shape;
+  if (p.delta_rows > 0 && !delta.empty()) delta[0] = p.delta_rows;
+  if (m.type != LoraModuleType::kNorm && !delta.empty() && !expected.empty() && !shape_fits(delta, expected)) {
+    fit.shape_mismatches.push_back(m.name + ": delta " + shape_text(delta) + " vs weight '" +
                                    t.pieces.front().where.key + "'" + (p.rows > 0 ? " rows window" : "") + " " +
                                    shape_text(expected));
   }
@@ -217,6 +219,15 @@ void add_matched(LoraFit& fit, const ModelPatch& p) {
       target.rows = p.rows;
     }
     target.bias_key = bias_key;
+    if (p.delta_rows > 0) {
+      target.delta_row_offset = p.delta_row;
+      if (target.rows == 0) {  // the slice covers the whole file tensor: name its rows
+        target.row_offset = target.chunks > 1 ? target.chunk * total : 0;
+        target.rows = total;
+        target.chunk = 0;
+        target.chunks = 1;
+      }
+    }
     fit.matched.emplace_back(m.name, std::move(target));
     return;
   }
@@ -229,7 +240,7 @@ void add_matched(LoraFit& fit, const ModelPatch& p) {
     LoraKeyTarget target = piece.where;
     target.row_offset = a - piece.model_row;
     target.rows = b - a;
-    target.delta_row_offset = a - w0;
+    target.delta_row_offset = a - w0 + p.delta_row;
     if (first) target.bias_key = bias_key;
     first = false;
     fit.matched.emplace_back(m.name, std::move(target));
