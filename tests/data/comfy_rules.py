@@ -411,7 +411,12 @@ def load_lora(lora, to_load):
     def put(target, x):
         patch_dict.setdefault(target, []).append(x)
 
+    # Every key a name x can take starts with x: skip the names no key starts with (the walk
+    # below is unchanged for the others, and in the same order).
+    prefixes = {k[:i] for k in lora for i in range(1, len(k))}
     for x in to_load:
+        if x not in prefixes:
+            continue
         try:
             alpha_name = "{}.alpha".format(x)
             if alpha_name in lora:

@@ -188,6 +188,24 @@ def merge(base, patches, strength):
     return out
 
 
+def merge_rows(base, patches, strength, new=None):
+    """patches: (key, delta, first_row, rows) — delta added to rows [first_row, first_row + rows)
+    of the weight (rows None: the whole weight); new: {key: f32 identity-initialised weight}
+    written as new tensors of `base`'s dtype."""
+    out = dict(base)
+    acc = {}
+    for key, delta, first, rows in patches:
+        w = acc.setdefault(key, as_f32(base[key]).copy() if key in base else new[key].copy())
+        if rows is None:
+            w += np.float32(strength) * delta.reshape(w.shape)
+        else:
+            w[first:first + rows] += np.float32(strength) * delta.reshape(w[first:first + rows].shape)
+    for key, w in acc.items():
+        ref = base[key] if key in base else next(iter(base.values()))
+        out[key] = cast_like(ref, w)
+    return out
+
+
 class Cases:
     """Collects the ComfyUI expectation of every (base, LoRA) pair."""
     def __init__(self):
@@ -476,8 +494,8 @@ def sd3(outdir, rng, cases):
               ("clip_g", "text_encoders.clip_g.transformer.",
                layouts.clip_hf("text_encoders.clip_g.transformer.text_model.", 32, 8, projection=True)),
               ("t5xxl", "text_encoders.t5xxl.transformer.", layouts.t5_encoder("text_encoders.t5xxl.transformer.", 24, 8))]
-    base, _ = dit_base(outdir, rng, "sd3.safetensors", "sd3", {"depth": hidden // 64, "num_blocks": blocks}, keys,
-                       "model.diffusion_model.", towers)
+    base, sd3_t = dit_base(outdir, rng, "sd3.safetensors", "sd3", {"depth": hidden // 64, "num_blocks": blocks}, keys,
+                           "model.diffusion_model.", towers)
     h = hidden
     peft = {}  # diffusers train_dreambooth_lora_sd3
     for i in (0, 5, 23):
@@ -497,13 +515,20 @@ def sd3(outdir, rng, cases):
     add_lora(kohya, "lora_te3_encoder_block_0_layer_0_SelfAttention_q", (8, 8), rng)
     write_safetensors(f"{outdir}/sd3_kohya.safetensors", kohya)
     cases.add(base, "sd3_kohya.safetensors", kohya)
-    onetrainer = {}
-    add_lora(onetrainer, "lora_transformer_transformer_blocks_3_attn_to_q", (h, h), rng)
-    add_lora(onetrainer, "lora_transformer_transformer_blocks_3_ff_net_0_proj", (4 * h, h), rng)
-    add_lora(onetrainer, "lora_te1_text_projection", (12, 12), rng)
-    add_lora(onetrainer, "lora_te2_text_projection", (8, 8), rng)
+    onetrainer, patches = {}, []  # merged: q rows of qkv, fc1, an identity CLIP-L projection, CLIP-G's
+    down, up = add_lora(onetrainer, "lora_transformer_transformer_blocks_3_attn_to_q", (h, h), rng)
+    patches.append(("model.diffusion_model.joint_blocks.3.x_block.attn.qkv.weight", up @ down, 0, h))
+    down, up = add_lora(onetrainer, "lora_transformer_transformer_blocks_3_ff_net_0_proj", (4 * h, h), rng)
+    patches.append(("model.diffusion_model.joint_blocks.3.x_block.mlp.fc1.weight", up @ down, 0, None))
+    down, up = add_lora(onetrainer, "lora_te1_text_projection", (12, 12), rng)
+    patches.append(("text_encoders.clip_l.transformer.text_projection.weight", up @ down, 0, None))
+    down, up = add_lora(onetrainer, "lora_te2_text_projection", (8, 8), rng)
+    patches.append(("text_encoders.clip_g.transformer.text_projection.weight", up @ down, 0, None))
     write_safetensors(f"{outdir}/sd3_onetrainer.safetensors", onetrainer)
     cases.add(base, "sd3_onetrainer.safetensors", onetrainer)
+    write_safetensors(f"{outdir}/expected_sd3_onetrainer.safetensors",
+                      merge_rows(sd3_t, patches, 1.0,
+                                 {"text_encoders.clip_l.transformer.text_projection.weight": np.eye(12, dtype=np.float32)}))
 
 
 def flux(outdir, rng, cases):
@@ -540,18 +565,28 @@ def flux(outdir, rng, cases):
     add_lora(kohya, "lora_te1_text_model_encoder_layers_0_mlp_fc1", (48, 12), rng)
     write_safetensors(f"{outdir}/flux_kohya.safetensors", kohya)
     cases.add(base, "flux_kohya.safetensors", kohya)
-    ait = {}  # ai-toolkit / diffusers names
+    ait, patches = {}, []  # ai-toolkit / diffusers names, merged through ComfyUI's flux_to_diffusers windows
+
+    def ait_lora(name, shape):
+        down, up = add_lora(ait, name, shape, rng, forms=(".lora_A.weight", ".lora_B.weight"))
+        target = fmap[name[len("transformer."):] + ".weight"]
+        if isinstance(target, tuple):
+            patches.append((target[0], up @ down, target[1][1], target[1][2]))
+        else:
+            patches.append((target, up @ down, 0, None))
+
     for i in (0, 7):
         for m in ("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out"):
-            add_lora(ait, f"transformer.transformer_blocks.{i}.attn.{m}", (h, h), rng, forms=(".lora_A.weight", ".lora_B.weight"))
-        add_lora(ait, f"transformer.transformer_blocks.{i}.ff.net.0.proj", (4 * h, h), rng, forms=(".lora_A.weight", ".lora_B.weight"))
+            ait_lora(f"transformer.transformer_blocks.{i}.attn.{m}", (h, h))
+        ait_lora(f"transformer.transformer_blocks.{i}.ff.net.0.proj", (4 * h, h))
     for i in (0, 30):
         for m in ("attn.to_q", "attn.to_k", "attn.to_v"):
-            add_lora(ait, f"transformer.single_transformer_blocks.{i}.{m}", (h, h), rng, forms=(".lora_A.weight", ".lora_B.weight"))
-        add_lora(ait, f"transformer.single_transformer_blocks.{i}.proj_mlp", (4 * h, h), rng, forms=(".lora_A.weight", ".lora_B.weight"))
-        add_lora(ait, f"transformer.single_transformer_blocks.{i}.proj_out", (h, 5 * h), rng, forms=(".lora_A.weight", ".lora_B.weight"))
+            ait_lora(f"transformer.single_transformer_blocks.{i}.{m}", (h, h))
+        ait_lora(f"transformer.single_transformer_blocks.{i}.proj_mlp", (4 * h, h))
+        ait_lora(f"transformer.single_transformer_blocks.{i}.proj_out", (h, 5 * h))
     write_safetensors(f"{outdir}/flux_aitoolkit.safetensors", ait)
     cases.add(base, "flux_aitoolkit.safetensors", ait)
+    write_safetensors(f"{outdir}/expected_flux_aitoolkit.safetensors", merge_rows(flux_t, patches, 1.0))
     both = {}  # the same weights twice: a whole qkv and its q window; a projection by two names
     add_lora(both, "lora_unet_double_blocks_0_img_attn_qkv", (3 * h, h), rng)
     add_lora(both, "transformer.transformer_blocks.0.attn.to_q", (h, h), rng, forms=(".lora_A.weight", ".lora_B.weight"))

@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 
 #include "genscope/error.hpp"
 #include "genscope/lora.hpp"
+#include "model/float_convert.hpp"
 #include "unit/model_data.hpp"
 
 namespace genscope {
@@ -200,6 +202,39 @@ TEST(ComfyFit, UpWithoutDownFailsTheLoad) {
   EXPECT_EQ(fit.loader_failures[0].error, "LoraMissingHalf");
   EXPECT_NE(fit.loader_failures[0].message.find("attn1_to_q.lora_down.weight"), std::string::npos);
   EXPECT_EQ(fit.verdict.rfind("comfyui fails to load this LoRA", 0), 0u) << fit.verdict;
+}
+
+// Merges through row windows (Flux/SD3 fused qkv and linear1) and an identity-initialised
+// text_projection written as a new tensor, against the generator's NumPy merge.
+TEST(ComfyMerge, WindowsAndIdentityWeightsMatchNumPy) {
+  for (const auto& [base_name, lora_name, expected] :
+       {std::tuple{"flux.safetensors", "flux_aitoolkit.safetensors", "expected_flux_aitoolkit.safetensors"},
+        std::tuple{"sd3.safetensors", "sd3_onetrainer.safetensors", "expected_sd3_onetrainer.safetensors"}}) {
+    SCOPED_TRACE(lora_name);
+    const auto out = testing::model_data_dir() / "out" / (std::string("merged_") + lora_name);
+    std::filesystem::create_directories(out.parent_path());
+    const LoraMergeResult r = merge_lora(model_file(base_name), model_file(lora_name), out, 1.0);
+    EXPECT_GT(r.weights_patched, 0u);
+    const auto got = SafetensorsFile::open(out);
+    const auto want = SafetensorsFile::open(model_file(expected));
+    ASSERT_EQ(got.entries().size(), want.entries().size());
+    std::size_t changed = 0;
+    const auto base = SafetensorsFile::open(model_file(base_name));
+    for (const auto& w : want.entries()) {
+      const SafetensorsEntry* g = got.find(w.name);
+      ASSERT_NE(g, nullptr) << w.name;
+      ASSERT_EQ(g->shape, w.shape) << w.name;
+      ASSERT_EQ(g->dtype, w.dtype) << w.name;
+      const auto a = detail::tensor_to_f32(got, *g);
+      const auto b = detail::tensor_to_f32(want, w);
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        ASSERT_NEAR(a[i], b[i], 2e-3f * std::fabs(b[i]) + 1e-3f) << w.name << "[" << i << "]";
+      }
+      const SafetensorsEntry* o = base.find(w.name);
+      changed += o == nullptr || detail::tensor_to_f32(base, *o) != b;
+    }
+    EXPECT_GT(changed, 0u);
+  }
 }
 
 TEST(ComfyFit, KeyOnlyMapAndMalformedNamesDoNotThrow) {
