@@ -298,10 +298,11 @@ void to_json(nlohmann::json& j, const LoraFit& fit) {
   for (const auto& [module, target] : fit.matched) matched.push_back(target_json(module, target));
   nlohmann::json shadowed = nlohmann::json::array();
   for (const auto& s : fit.shadowed) shadowed.push_back({{"module", s.module}, {"by", s.by}, {"key", s.key}});
-  nlohmann::json failures = nlohmann::json::array();
-  for (const auto& f : fit.loader_failures) {
-    failures.push_back({{"module", f.module}, {"error", f.error}, {"message", f.message}});
-  }
+  const auto failures_json = [](const std::vector<LoraLoaderFailure>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& f : list) out.push_back({{"module", f.module}, {"error", f.error}, {"message", f.message}});
+    return out;
+  };
   j = nlohmann::json{{"loader", lora_loader_name(fit.loader)},
                      {"lora_architecture", model_arch_name(fit.lora_arch)},
                      {"base_architecture", model_arch_name(fit.base_arch)},
@@ -323,7 +324,8 @@ void to_json(nlohmann::json& j, const LoraFit& fit) {
                      {"not_loaded", fit.not_loaded},
                      {"missing_from_file", fit.missing_from_file},
                      {"shadowed", std::move(shadowed)},
-                     {"loader_failures", std::move(failures)},
+                     {"loader_failures", failures_json(fit.loader_failures)},
+                     {"merge_unsupported", failures_json(fit.merge_unsupported)},
                      {"shape_mismatches", fit.shape_mismatches}};
   if (fit.other_loader) {
     const LoraLoaderComparison& o = *fit.other_loader;

@@ -237,6 +237,81 @@ TEST(ComfyMerge, WindowsAndIdentityWeightsMatchNumPy) {
   }
 }
 
+// The diffusers profile, case by case; each expectation follows from the diffusers source
+// (src/diffusers/loaders/lora_pipeline.py, lora_conversion_utils.py, utils/state_dict_utils.py
+// at 019c4962): see the comment of each case.
+struct DiffusersCase {
+  const char* lora;
+  const char* base;
+  std::size_t matched;       // modules loaded
+  std::size_t not_loaded;    // tensors not loaded
+  const char* failure;       // substring of the failure, or nullptr
+};
+
+TEST(DiffusersFit, LoadsWhatLoadLoraWeightsLoads) {
+  const DiffusersCase cases[] = {
+      // kohya SD1.5: every key has a kohya prefix -> _convert_non_diffusers_lora_to_diffusers;
+      // attention via ...processor.to_q_lora -> to_q.lora_A, the LoCon conv1 and the TE too.
+      {"sd15_kohya.safetensors", "sd15.safetensors", 265, 0, nullptr},
+      {"sd15_kohya.safetensors", "sd15_diffusers.safetensors", 265, 0, nullptr},
+      // A key without "lora" (unet.some_adapter.extra_state): "Invalid LoRA checkpoint."
+      {"sd15_peft.safetensors", "sd15_diffusers.safetensors", 0, 55, "Invalid LoRA checkpoint"},
+      // LoHa keys are left over by the kohya converter: "have not been correctly renamed".
+      {"sd15_loha.safetensors", "sd15.safetensors", 0, 50, "have not been correctly renamed"},
+      // PEFT DoRA: lora_magnitude_vector survives both text-encoder conversions and loads.
+      {"sd15_dora.safetensors", "sd15_diffusers.safetensors", 1, 0, nullptr},
+      // SD3 PEFT: the last joint block's context branch is pre-only (no attn.to_add_out).
+      {"sd3_peft.safetensors", "sd3.safetensors", 25, 2, nullptr},
+      // Flux ai-toolkit names are the transformer's module paths.
+      {"flux_aitoolkit.safetensors", "flux.safetensors", 28, 0, nullptr},
+      // _convert_kohya_flux_lora_to_diffusers splits linear1 with dims=[3072, 3072, 3072,
+      // 12288]: its assertion fails on this tiny Flux.
+      {"flux_kohya.safetensors", "flux.safetensors", 0, 26, "AssertionError"},
+      // Wan: diffusers names load as they are; musubi names through the musubi converter.
+      {"wan_peft.safetensors", "wan.safetensors", 8, 0, nullptr},
+      {"wan_musubi.safetensors", "wan.safetensors", 300, 0, nullptr},
+      // Wan original names: k_img without v_img is not converted; the lycoris_ key is cut to
+      // "_self_attn_q..." (k[len("diffusion_model."):] on every key) and is left over.
+      {"wan_original.safetensors", "wan.safetensors", 0, 26, "should be empty"},
+      // Qwen-Image musubi: convert_key keeps the protected n-grams (attn.to_q, img_mlp...).
+      {"qwen_musubi.safetensors", "qwen_image.safetensors", 10, 0, nullptr},
+  };
+  for (const DiffusersCase& c : cases) {
+    SCOPED_TRACE(std::string(c.lora) + " on " + c.base);
+    const auto lora = LoraFile::open(model_file(c.lora), false);
+    const LoraFit fit = fit_lora(*lora, SafetensorsFile::open(model_file(c.base)), LoraLoader::kDiffusers);
+    EXPECT_EQ(fit.loader, LoraLoader::kDiffusers);
+    std::set<std::string> modules;
+    for (const auto& [m, t] : fit.matched) modules.insert(m);
+    EXPECT_EQ(modules.size(), c.matched) << fit.verdict;
+    EXPECT_EQ(fit.lora_keys_not_loaded.size(), c.not_loaded) << fit.verdict;
+    if (c.failure == nullptr) {
+      EXPECT_TRUE(fit.loader_failures.empty()) << fit.verdict;
+      EXPECT_TRUE(fit.shape_mismatches.empty()) << fit.verdict;
+      EXPECT_TRUE(fit.merge_unsupported.empty()) << fit.merge_unsupported.front().message;
+    } else {
+      ASSERT_EQ(fit.loader_failures.size(), 1u);
+      EXPECT_NE(fit.loader_failures[0].message.find(c.failure), std::string::npos) << fit.loader_failures[0].message;
+      EXPECT_EQ(fit.verdict.rfind("diffusers fails to load this LoRA", 0), 0u) << fit.verdict;
+    }
+  }
+}
+
+TEST(DiffusersFit, ProfilesDifferOnDiffusersNamedWan) {
+  // ComfyUI has no Wan branch in model_lora_keys_unet: diffusers names are not loaded there.
+  const auto lora = LoraFile::open(model_file("wan_peft.safetensors"), false);
+  const auto base = SafetensorsFile::open(model_file("wan.safetensors"));
+  const LoraFit comfy = fit_lora(*lora, base, LoraLoader::kComfyUI);
+  EXPECT_TRUE(comfy.matched.empty());
+  ASSERT_TRUE(comfy.other_loader);
+  EXPECT_EQ(comfy.other_loader->summary, "diffusers would load these 16 tensors");
+  EXPECT_EQ(comfy.other_loader->only_other_loads.size(), 16u);
+  const LoraFit diffusers = fit_lora(*lora, base, LoraLoader::kDiffusers);
+  const LoraKeyTarget* q = target_of(diffusers, "transformer.blocks.29.attn1.to_q");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->key, "blocks.29.self_attn.q.weight");  // diffusers' Wan rename, in the original file
+}
+
 TEST(ComfyFit, KeyOnlyMapAndMalformedNamesDoNotThrow) {
   // Names only (no shapes): windows stay unsized; odd names map to nothing.
   const std::vector<std::string> keys = {"double_blocks.0.img_attn.qkv.weight", "single_blocks.0.linear1.weight",
