@@ -160,7 +160,7 @@ struct Name {
 
 }  // namespace
 
-LoraFit fit_comfyui(const LoraFile& lora, const LoraNames& names, const LoaderModel& model) {
+LoraFit fit_comfyui(const LoraFile& lora, const LoraNames& names, const LoaderModel& model, bool targets) {
   LoraFit fit;
   fit.loader = LoraLoader::kComfyUI;
   fit.base_arch = model.arch;
@@ -266,7 +266,7 @@ LoraFit fit_comfyui(const LoraFile& lora, const LoraNames& names, const LoaderMo
       p.swap = s.swap;
     }
   }
-  if (fit.loader_failures.empty()) {
+  if (fit.loader_failures.empty() && targets) {
     for (const LoraModule* m : patch_order) {
       ModelPatch& p = patches.at(m);
       const Loaded& l = loaded_of.at(m);

@@ -28,6 +28,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <unordered_set>
 #include <unordered_map>
 
 #include "lora/loader_fit.hpp"
@@ -38,10 +39,14 @@ namespace {
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
-std::string replace_all(std::string s, std::string_view from, std::string_view to) {
+void replace_in(std::string& s, std::string_view from, std::string_view to) {
   for (std::size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) {
     s.replace(pos, from.size(), to);
   }
+}
+
+std::string replace_all(std::string s, std::string_view from, std::string_view to) {
+  replace_in(s, from, to);
   return s;
 }
 
@@ -51,6 +56,9 @@ struct Key {
   std::string name;
   std::string_view source;
   std::int64_t delta_row = 0, rows = 0;
+  std::string_view source2{};  ///< The up factor of a down/up pair the converter emits as two
+                               ///< keys of one module (name: the down key's); the steps below
+                               ///< treat both keys alike, so the pair travels as one.
 };
 
 struct Conversion {
@@ -111,14 +119,15 @@ std::optional<std::string> sgm_to_diffusers(const std::string& key, int layers_p
 
 // _convert_unet_lora_key.
 std::string unet_lora_key(const std::string& key) {
-  std::string d = replace_all(key.substr(std::string_view("lora_unet_").size()), "_", ".");
+  std::string d = key.substr(std::string_view("lora_unet_").size());
+  std::replace(d.begin(), d.end(), '_', '.');
   for (const auto& [a, b] : std::initializer_list<std::pair<std::string_view, std::string_view>>{
            {"input.blocks", "down_blocks"}, {"down.blocks", "down_blocks"}, {"middle.block", "mid_block"},
            {"mid.block", "mid_block"}, {"output.blocks", "up_blocks"}, {"up.blocks", "up_blocks"},
            {"transformer.blocks", "transformer_blocks"}, {"to.q.lora", "to_q_lora"}, {"to.k.lora", "to_k_lora"},
            {"to.v.lora", "to_v_lora"}, {"to.out.0.lora", "to_out_lora"}, {"proj.in", "proj_in"},
            {"proj.out", "proj_out"}, {"emb.layers", "time_emb_proj"}}) {
-    d = replace_all(d, a, b);
+    replace_in(d, a, b);
   }
   if (contains(d, "emb") && !contains(d, "time.emb.proj")) {
     // re.sub(r"\.\d+(?=\D*$)", "", d, count=1): the last ".<digits>" followed by no digit.
@@ -129,30 +138,31 @@ std::string unet_lora_key(const std::string& key) {
       if (start > 0 && d[start - 1] == '.') d.erase(start - 1, last_digit - start + 2);
     }
   }
-  if (contains(d, ".in.")) d = replace_all(d, "in.layers.2", "conv1");
-  if (contains(d, ".out.")) d = replace_all(d, "out.layers.3", "conv2");
-  if (contains(d, "downsamplers") || contains(d, "upsamplers")) d = replace_all(d, "op", "conv");
-  if (contains(d, "skip")) d = replace_all(d, "skip.connection", "conv_shortcut");
-  if (contains(d, "time.emb.proj")) d = replace_all(d, "time.emb.proj", "time_emb_proj");
-  if (contains(d, "conv.shortcut")) d = replace_all(d, "conv.shortcut", "conv_shortcut");
+  if (contains(d, ".in.")) replace_in(d, "in.layers.2", "conv1");
+  if (contains(d, ".out.")) replace_in(d, "out.layers.3", "conv2");
+  if (contains(d, "downsamplers") || contains(d, "upsamplers")) replace_in(d, "op", "conv");
+  if (contains(d, "skip")) replace_in(d, "skip.connection", "conv_shortcut");
+  if (contains(d, "time.emb.proj")) replace_in(d, "time.emb.proj", "time_emb_proj");
+  if (contains(d, "conv.shortcut")) replace_in(d, "conv.shortcut", "conv_shortcut");
   if (contains(d, "transformer_blocks") && (contains(d, "attn1") || contains(d, "attn2"))) {
-    d = replace_all(d, "attn1", "attn1.processor");
-    d = replace_all(d, "attn2", "attn2.processor");
+    replace_in(d, "attn1", "attn1.processor");
+    replace_in(d, "attn2", "attn2.processor");
   }
   return d;
 }
 
 // _convert_text_encoder_lora_key.
 std::string text_lora_key(const std::string& key, std::string_view prefix) {
-  std::string d = replace_all(key.substr(prefix.size()), "_", ".");
+  std::string d = key.substr(prefix.size());
+  std::replace(d.begin(), d.end(), '_', '.');
   for (const auto& [a, b] : std::initializer_list<std::pair<std::string_view, std::string_view>>{
            {"text.model", "text_model"}, {"self.attn", "self_attn"}, {"q.proj.lora", "to_q_lora"},
            {"k.proj.lora", "to_k_lora"}, {"v.proj.lora", "to_v_lora"}, {"out.proj.lora", "to_out_lora"},
            {"text.projection", "text_projection"}}) {
-    d = replace_all(d, a, b);
+    replace_in(d, a, b);
   }
   if (!contains(d, "self_attn") && !contains(d, "text_projection") && contains(d, "mlp")) {
-    d = replace_all(d, ".lora.", ".lora_linear_layer.");
+    replace_in(d, ".lora.", ".lora_linear_layer.");
   }
   return d;
 }
@@ -166,8 +176,8 @@ Conversion convert_sd(const std::vector<std::string_view>& keys, const LoaderMod
     for (std::string_view k : keys) c.keys.push_back({std::string(k), k});
     return c;
   }
-  // _maybe_map_sgm_blocks_to_diffusers on the UNet keys.
-  std::map<std::string, std::string_view> sd;  // renamed key -> source
+  // _maybe_map_sgm_blocks_to_diffusers renames by the part of the key before its first dot
+  // (the module name): done once per module name.
   bool sgm = false, not_sgm = false;
   for (std::string_view k : keys) {
     if (contains(k, "input_blocks") || contains(k, "middle_block") || contains(k, "output_blocks")) {
@@ -177,27 +187,44 @@ Conversion convert_sd(const std::vector<std::string_view>& keys, const LoaderMod
     }
   }
   const int per_block = model.unet && !model.unet->num_res_blocks.empty() ? model.unet->num_res_blocks[0] : 2;
+  std::unordered_map<std::string_view, std::optional<std::string>> renamed;  // module name -> new name
+  std::vector<std::pair<std::string, std::string_view>> sd;                  // renamed key, source
+  sd.reserve(keys.size());
   for (std::string_view k : keys) {
-    const bool is_sgm = contains(k, "input_blocks") || contains(k, "middle_block") || contains(k, "output_blocks");
+    const std::string_view stem = k.substr(0, k.find('.'));
+    const bool is_sgm = contains(stem, "input_blocks") || contains(stem, "middle_block") || contains(stem, "output_blocks");
     if (!is_sgm || contains(k, "text")) {
-      sd.emplace(std::string(k), k);
+      sd.emplace_back(std::string(k), k);
     } else if (sgm && not_sgm) {
       continue;  // both layouts: the sgm keys are dropped
-    } else if (auto renamed = sgm_to_diffusers(std::string(k), per_block)) {
-      sd.emplace(*renamed, k);
     } else {
-      c.error = {"ValueError", "Checkpoint not supported because layer " + std::string(k) + " not supported."};
-      return c;
+      auto [it, inserted] = renamed.try_emplace(stem);
+      if (inserted) it->second = sgm_to_diffusers(std::string(stem), per_block);
+      if (!it->second) {
+        c.error = {"ValueError", "Checkpoint not supported because layer " + std::string(k) + " not supported."};
+        return c;
+      }
+      sd.emplace_back(*it->second + std::string(k.substr(stem.size())), k);
     }
   }
+  std::unordered_map<std::string_view, std::size_t> at;  // views into sd's strings (no realloc after this)
+  at.reserve(sd.size());
+  for (std::size_t i = 0; i < sd.size(); ++i) at.emplace(sd[i].first, i);
   // _convert_non_diffusers_lora_to_diffusers.
-  std::set<std::string> done;
-  for (const auto& [key, source] : sd) {
+  std::vector<bool> done(sd.size(), false);
+  std::string probe;
+  const auto find = [&](std::string_view name, std::string_view suffix) -> long {
+    probe.assign(name).append(suffix);
+    const auto it = at.find(probe);
+    return it == at.end() ? -1 : static_cast<long>(it->second);
+  };
+  for (std::size_t i = 0; i < sd.size(); ++i) {
+    const std::string& key = sd[i].first;
     if (!key.ends_with("lora_down.weight")) continue;
-    const std::string name = key.substr(0, key.find('.'));
-    const auto up = sd.find(name + ".lora_up.weight");
-    if (up == sd.end()) {
-      c.error = {"KeyError", "'" + name + ".lora_up.weight'"};
+    const std::string_view name = std::string_view(key).substr(0, key.find('.'));
+    const long up = find(name, ".lora_up.weight");
+    if (up < 0) {
+      c.error = {"KeyError", "'" + std::string(name) + ".lora_up.weight'"};
       return c;
     }
     std::string diffusers, component;
@@ -211,18 +238,17 @@ Conversion convert_sd(const std::vector<std::string_view>& keys, const LoaderMod
     } else {
       continue;
     }
-    c.keys.push_back({component + diffusers, source});
-    c.keys.push_back({component + replace_all(diffusers, ".down.", ".up."), up->second});
-    done.insert(key);
-    done.insert(up->first);
-    if (const auto alpha = sd.find(name + ".alpha"); alpha != sd.end()) {
-      c.consumed.insert(alpha->second);
-      done.insert(alpha->first);
+    c.keys.push_back({component + diffusers, sd[i].second, 0, 0, sd[static_cast<std::size_t>(up)].second});
+    done[i] = true;
+    done[static_cast<std::size_t>(up)] = true;
+    if (const long alpha = find(name, ".alpha"); alpha >= 0) {
+      c.consumed.insert(sd[static_cast<std::size_t>(alpha)].second);
+      done[static_cast<std::size_t>(alpha)] = true;
     }
   }
   std::string left;
-  for (const auto& [key, source] : sd) {
-    if (done.count(key) == 0) left += (left.empty() ? "" : ", ") + key;
+  for (std::size_t i = 0; i < sd.size(); ++i) {
+    if (!done[i]) left += (left.empty() ? "" : ", ") + sd[i].first;
   }
   if (!left.empty()) c.error = {"ValueError", "The following keys have not been correctly renamed: " + left};
   return c;
@@ -254,8 +280,7 @@ Conversion convert_flux_kohya(const std::vector<std::string_view>& keys, const L
       return;
     }
     if (const auto a = pop(sds + ".alpha")) c.consumed.insert(*a);
-    c.keys.push_back({ait + ".lora_A.weight", *down});
-    c.keys.push_back({ait + ".lora_B.weight", *up});
+    c.keys.push_back({ait + ".lora_A.weight", *down, 0, 0, *up});
   };
   const auto cat = [&](const std::string& sds, const std::vector<std::string>& aits, std::vector<std::int64_t> dims) {
     const auto down = pop(sds + ".lora_down.weight");
@@ -278,8 +303,7 @@ Conversion convert_flux_kohya(const std::vector<std::string_view>& keys, const L
     }
     std::int64_t row = 0;
     for (std::size_t i = 0; i < aits.size(); ++i) {
-      c.keys.push_back({aits[i] + ".lora_A.weight", *down, row, dims[i]});
-      c.keys.push_back({aits[i] + ".lora_B.weight", *up, row, dims[i]});
+      c.keys.push_back({aits[i] + ".lora_A.weight", *down, row, dims[i], *up});
       row += dims[i];
     }
   };
@@ -325,8 +349,7 @@ Conversion convert_flux_kohya(const std::vector<std::string_view>& keys, const L
       c.error = {"KeyError", "'" + s + (down ? ".lora_up.weight'" : ".lora_down.weight'")};
       return c;
     }
-    c.keys.push_back({std::string(ait) + ".lora_A.weight", *down});
-    c.keys.push_back({std::string(ait) + ".lora_B.weight", *up});
+    c.keys.push_back({std::string(ait) + ".lora_A.weight", *down, 0, 0, *up});
   }
   std::string left;
   for (const auto& [key, source] : sd) {
@@ -350,8 +373,7 @@ Conversion convert_flux_kohya(const std::vector<std::string_view>& keys, const L
       c.error = {"KeyError", "'" + name + ".lora_up.weight'"};
       return c;
     }
-    c.keys.push_back({"text_encoder." + d, *down});
-    c.keys.push_back({"text_encoder." + replace_all(d, ".down.", ".up."), *up});
+    c.keys.push_back({"text_encoder." + d, *down, 0, 0, *up});
     if (const auto a = pop(name + ".alpha")) c.consumed.insert(*a);
     it = sd.lower_bound(key);
   }
@@ -411,8 +433,7 @@ Conversion convert_wan(const std::vector<std::string_view>& keys) {
         if (!alpha) return key_error(base + ".alpha"), c;
         c.consumed.insert(*alpha);
         const std::string t = "transformer.blocks." + std::to_string(i) + "." + d;
-        c.keys.push_back({t + ".lora_A.weight", *down});
-        c.keys.push_back({t + ".lora_B.weight", *up});
+        c.keys.push_back({t + ".lora_A.weight", *down, 0, 0, *up});
       }
     }
     if (!c.error && !sd.empty()) c.error = {"ValueError", "`state_dict` should be empty at this point but has " + sd.begin()->first + "..."};
@@ -441,8 +462,13 @@ Conversion convert_wan(const std::vector<std::string_view>& keys) {
   const auto module = [&](const std::string& o, const std::string& t) {
     const auto a = pop(o + "." + down_key + ".weight");
     const auto b = pop(o + "." + up_key + ".weight");
-    if (a) c.keys.push_back({t + ".lora_A.weight", *a});
-    if (b) c.keys.push_back({t + ".lora_B.weight", *b});
+    if (a && b) {
+      c.keys.push_back({t + ".lora_A.weight", *a, 0, 0, *b});
+    } else if (a) {
+      c.keys.push_back({t + ".lora_A.weight", *a});
+    } else if (b) {
+      c.keys.push_back({t + ".lora_B.weight", *b});
+    }
     if (const auto alpha = pop(o + ".alpha")) {
       if (!a || !b) return key_error(o + "." + (a ? up_key : down_key) + ".weight");
       c.consumed.insert(*alpha);
@@ -568,8 +594,7 @@ Conversion convert_qwen(const std::vector<std::string_view>& keys) {
         c.error = {"KeyError", "'" + base + ".alpha'"};
         return c;
       }
-      c.keys.push_back({"transformer." + base + ".lora_A.weight", source});
-      c.keys.push_back({"transformer." + base + ".lora_B.weight", up->second});
+      c.keys.push_back({"transformer." + base + ".lora_A.weight", source, 0, 0, up->second});
       c.consumed.insert(alpha->second);
       left.erase(up);
       left.erase(alpha);
@@ -592,7 +617,7 @@ Conversion convert_qwen(const std::vector<std::string_view>& keys) {
 
 // state_dict_utils.convert_state_dict: ".processor." -> "." then the first matching pattern.
 std::string convert_state_dict_key(std::string k, const std::vector<std::pair<std::string_view, std::string_view>>& mapping) {
-  k = replace_all(k, ".processor.", ".");
+  if (contains(k, ".processor.")) k = replace_all(std::move(k), ".processor.", ".");
   for (const auto& [pattern, to] : mapping) {
     if (contains(k, pattern)) return replace_all(k, pattern, to);
   }
@@ -661,12 +686,10 @@ std::optional<std::vector<Key>> text_encoder_to_peft(std::vector<Key> keys) {
   return keys;
 }
 
-// The PEFT module a key belongs to: name.split(".lora")[0].
-std::string peft_module(const std::string& key) { return key.substr(0, key.find(".lora")); }
 
 }  // namespace
 
-LoraFit fit_diffusers(const LoraFile& lora, const LoraNames& names, const LoaderModel& model) {
+LoraFit fit_diffusers(const LoraFile& lora, const LoraNames& names, const LoaderModel& model, bool targets) {
   LoraFit fit;
   fit.loader = LoraLoader::kDiffusers;
   fit.base_arch = model.arch;
@@ -737,11 +760,14 @@ LoraFit fit_diffusers(const LoraFile& lora, const LoraNames& names, const Loader
   std::map<const LoraModule*, std::vector<const Key*>> applied;
   std::vector<Key> converted;
   converted.reserve(state.size());
+  std::string module, lookup;
   for (const std::string& component : components) {
+    const std::string prefix = component + ".";
     std::vector<Key> mine;
-    for (const Key& k : state) {
-      if (starts_with(k.name, component + ".") && k.name.substr(0, k.name.find('.')) == component) {
-        mine.push_back({k.name.substr(component.size() + 1), k.source, k.delta_row, k.rows});
+    for (Key& k : state) {
+      // k.split(".")[0] == prefix: the first dot right after the component name.
+      if (k.name.size() > prefix.size() && starts_with(k.name, prefix)) {
+        mine.push_back({k.name.substr(prefix.size()), k.source, k.delta_row, k.rows, k.source2});
       }
     }
     if (mine.empty()) continue;  // "No LoRA keys associated to ... found with the prefix"
@@ -754,13 +780,16 @@ LoraFit fit_diffusers(const LoraFile& lora, const LoraNames& names, const Loader
       if (!peft) return fail("ValueError", "Could not automatically infer state dict type (" + component + ")");
       mine = std::move(*peft);
     }
-    // PEFT: inject into the modules the names reach; the rest are unexpected keys.
+    // PEFT: inject into the modules the names reach (name.split(".lora")[0]); the rest are
+    // unexpected keys.
     bool any_module = false;
     for (Key& k : mine) {
-      const std::string module = component + "." + peft_module(k.name);
-      if (model.find(module + ".weight") == nullptr) continue;
+      module.assign(prefix).append(std::string_view(k.name).substr(0, k.name.find(".lora")));
+      lookup.assign(module).append(".weight");
+      if (model.find(lookup) == nullptr) continue;
       any_module = true;
       consumed.insert(k.source);
+      if (!k.source2.empty()) consumed.insert(k.source2);
       k.name = module;
       converted.push_back(std::move(k));
     }
@@ -768,31 +797,36 @@ LoraFit fit_diffusers(const LoraFile& lora, const LoraNames& names, const Loader
       return fail("ValueError", "Target modules not found in the base model (" + component + ")");
     }
   }
+  if (!targets) {
+    set_loaded(fit, names, consumed);
+    return fit;
+  }
   // Group the loaded keys by (LoRA module, diffusers module): one patch each.
   std::unordered_map<std::string_view, const LoraModule*> module_of;
   for (const LoraModule& m : lora.modules()) {
     for (const auto& [role, key] : m.tensors) module_of.emplace(key, &m);
   }
-  std::map<std::pair<const LoraModule*, std::string>, std::pair<std::int64_t, std::int64_t>> patches;
-  std::vector<std::pair<const LoraModule*, std::string>> order;
-  for (const Key& k : converted) {
+  std::unordered_map<std::string, std::size_t> seen;  // "<module>\n<diffusers module>" -> index
+  std::vector<std::tuple<const LoraModule*, std::string, std::int64_t, std::int64_t>> order;
+  for (Key& k : converted) {
     const auto it = module_of.find(k.source);
     if (it == module_of.end()) continue;
-    const auto key = std::make_pair(it->second, k.name);
-    if (patches.emplace(key, std::make_pair(k.delta_row, k.rows)).second) order.push_back(key);
+    if (seen.emplace(it->second->name + "\n" + k.name, order.size()).second) {
+      order.emplace_back(it->second, std::move(k.name), k.delta_row, k.rows);
+    }
   }
-  for (const auto& key : order) {
-    const LoraModule* m = key.first;
-    const ModelTensor* t = model.find(key.second + ".weight");
+  for (const auto& [m, name, delta_row, delta_rows] : order) {
+    const ModelTensor* t = model.find(name + ".weight");
     ModelPatch p;
     p.module = m;
     p.tensor = model.view(*t);
-    p.patch_key = key.second + ".weight";
+    p.patch_key = name + ".weight";
     // A slice of a fused module's delta (kohya Flux qkv split into to_q/to_k/to_v).
-    std::tie(p.delta_row, p.delta_rows) = patches.at(key);
+    p.delta_row = delta_row;
+    p.delta_rows = delta_rows;
     // PEFT lora_bias: a converted diff_b patches the module's bias.
     if (const auto b = m->tensors.find("diff_b"); b != m->tensors.end() && consumed.count(b->second) != 0) {
-      if (const ModelTensor* bt = model.find(key.second + ".bias")) p.bias = model.view(*bt);
+      if (const ModelTensor* bt = model.find(name + ".bias")) p.bias = model.view(*bt);
     }
     add_matched(fit, p);
     const bool dora_loaded = std::any_of(m->tensors.begin(), m->tensors.end(), [&](const auto& rt) {

@@ -54,9 +54,10 @@ void add_matched(LoraFit& fit, const ModelPatch& patch);
 void set_loaded(LoraFit& fit, const LoraNames& names, const std::unordered_set<std::string_view>& consumed);
 
 /// ComfyUI's LoraLoader (comfy/sd.py load_lora_for_models) on this LoRA and ComfyUI's model
-/// of the base (comfy_model). Fills matched, the not-loaded lists, failures; not the verdict.
-LoraFit fit_comfyui(const LoraFile& lora, const LoraNames& names, const LoaderModel& model);
-/// diffusers' load_lora_weights on this LoRA and diffusers' model of the base.
-LoraFit fit_diffusers(const LoraFile& lora, const LoraNames& names, const LoaderModel& model);
+/// of the base (comfy_model). Fills the not-loaded lists and failures, and with `targets`
+/// matched, shape mismatches and what a merge cannot reproduce; not the verdict.
+LoraFit fit_comfyui(const LoraFile& lora, const LoraNames& names, const LoaderModel& model, bool targets = true);
+/// diffusers' load_lora_weights on this LoRA and diffusers' model of the base (same fields).
+LoraFit fit_diffusers(const LoraFile& lora, const LoraNames& names, const LoaderModel& model, bool targets = true);
 
 }  // namespace genscope::detail

@@ -256,20 +256,26 @@ bool LoraFit::fits() const noexcept {
 
 LoraFit fit_lora(const LoraFile& lora, const SafetensorsFile& base, LoraLoader loader) {
   const detail::BaseFile file(base);
-  const detail::LoaderModel comfy = detail::comfy_model(file);
-  const detail::LoaderModel diffusers = detail::diffusers_model(file);
   const detail::LoraNames names(lora);
-  LoraFit a = detail::fit_comfyui(lora, names, comfy);
-  LoraFit b = detail::fit_diffusers(lora, names, diffusers);
-  finish(a, lora, base, !comfy.towers.empty());
-  finish(b, lora, base, !diffusers.towers.empty());
-  LoraFit& self = loader == LoraLoader::kComfyUI ? a : b;
-  const LoraFit& other = loader == LoraLoader::kComfyUI ? b : a;
+  const bool comfy = loader == LoraLoader::kComfyUI;
+  // The other loader is only compared by the tensors it loads: no targets.
+  const detail::LoaderModel comfy_model = detail::comfy_model(file);
+  const detail::LoaderModel diffusers_model = detail::diffusers_model(file);
+  LoraFit self = comfy ? detail::fit_comfyui(lora, names, comfy_model) : detail::fit_diffusers(lora, names, diffusers_model);
+  const LoraFit other = comfy ? detail::fit_diffusers(lora, names, diffusers_model, false)
+                              : detail::fit_comfyui(lora, names, comfy_model, false);
+  finish(self, lora, base, !(comfy ? comfy_model : diffusers_model).towers.empty());
   self.other_loader = compare(self, other, names);
-  return std::move(self);
+  return self;
 }
 
 namespace {
+
+std::set<std::string> modules_of(const LoraFit& fit) {
+  std::set<std::string> out;
+  for (const auto& [module, target] : fit.matched) out.insert(module);
+  return out;
+}
 
 nlohmann::json target_json(const std::string& module, const LoraKeyTarget& target) {
   nlohmann::json t{{"module", module}, {"key", target.key}};
@@ -314,6 +320,7 @@ void to_json(nlohmann::json& j, const LoraFit& fit) {
                      {"lora_tensors", fit.lora_tensors},
                      {"tensors_loaded", fit.tensors_loaded},
                      {"matched_count", fit.matched.size()},
+                     {"modules_applied", modules_of(fit).size()},
                      {"lora_key_not_loaded_count", fit.lora_keys_not_loaded.size()},
                      {"not_loaded_count", fit.not_loaded.size()},
                      {"missing_from_file_count", fit.missing_from_file.size()},

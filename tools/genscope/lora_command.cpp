@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "command.hpp"
 #include "genscope/lora.hpp"
@@ -55,7 +56,9 @@ void print_inspection(const LoraFile& lora, const nlohmann::json& j) {
 void print_fit(const LoraFit& fit) {
   std::printf("fit against base (%s, %zu keys), loader %s\n", std::string(model_arch_name(fit.base_arch)).c_str(),
               fit.base_keys, std::string(lora_loader_name(fit.loader)).c_str());
-  std::printf("  matched %zu modules -> %zu base weights patched (%zu of %zu tensors loaded)\n", fit.matched.size(),
+  std::set<std::string> modules;
+  for (const auto& [module, target] : fit.matched) modules.insert(module);
+  std::printf("  matched %zu modules -> %zu base weights patched (%zu of %zu tensors loaded)\n", modules.size(),
               fit.base_weights_patched, fit.tensors_loaded, fit.lora_tensors);
   std::printf("  lora key not loaded: %zu, NOT LOADED: %zu, missing from this file: %zu, shadowed: %zu, "
               "shape mismatches: %zu\n",
