@@ -244,10 +244,10 @@ struct LoraFit {
   bool fits() const noexcept;
 };
 
-/// Matches a LoRA against a base model file under `loader`'s rules (and summarises what the
-/// other loader would do in `other_loader`).
+/// Matches a LoRA against a base model file under `loader`'s rules; with
+/// `compare_other_loader`, also summarises what the other loader would do (`other_loader`).
 LoraFit fit_lora(const LoraFile& lora, const SafetensorsFile& base,
-                 LoraLoader loader = LoraLoader::kComfyUI);
+                 LoraLoader loader = LoraLoader::kComfyUI, bool compare_other_loader = true);
 
 /// Result of a merge.
 struct LoraMergeResult {

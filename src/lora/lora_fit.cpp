@@ -254,18 +254,23 @@ bool LoraFit::fits() const noexcept {
          missing_from_file.empty() && shadowed.empty() && shape_mismatches.empty() && !matched.empty();
 }
 
-LoraFit fit_lora(const LoraFile& lora, const SafetensorsFile& base, LoraLoader loader) {
+LoraFit fit_lora(const LoraFile& lora, const SafetensorsFile& base, LoraLoader loader, bool compare_other_loader) {
   const detail::BaseFile file(base);
   const detail::LoraNames names(lora);
   const bool comfy = loader == LoraLoader::kComfyUI;
-  // The other loader is only compared by the tensors it loads: no targets.
-  const detail::LoaderModel comfy_model = detail::comfy_model(file);
-  const detail::LoaderModel diffusers_model = detail::diffusers_model(file);
-  LoraFit self = comfy ? detail::fit_comfyui(lora, names, comfy_model) : detail::fit_diffusers(lora, names, diffusers_model);
-  const LoraFit other = comfy ? detail::fit_diffusers(lora, names, diffusers_model, false)
-                              : detail::fit_comfyui(lora, names, comfy_model, false);
-  finish(self, lora, base, !(comfy ? comfy_model : diffusers_model).towers.empty());
-  self.other_loader = compare(self, other, names);
+  const auto model_of = [&file](LoraLoader l) {
+    return l == LoraLoader::kComfyUI ? detail::comfy_model(file) : detail::diffusers_model(file);
+  };
+  const detail::LoaderModel model = model_of(loader);
+  LoraFit self = comfy ? detail::fit_comfyui(lora, names, model) : detail::fit_diffusers(lora, names, model);
+  finish(self, lora, base, !model.towers.empty());
+  if (compare_other_loader) {
+    // The other loader is compared by the tensors it loads (no targets, no verdict).
+    const detail::LoaderModel other_model = model_of(comfy ? LoraLoader::kDiffusers : LoraLoader::kComfyUI);
+    const LoraFit other = comfy ? detail::fit_diffusers(lora, names, other_model, false)
+                                : detail::fit_comfyui(lora, names, other_model, false);
+    self.other_loader = compare(self, other, names);
+  }
   return self;
 }
 

@@ -46,7 +46,7 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
   const SafetensorsFile base = SafetensorsFile::open(base_path);
   const std::shared_ptr<const LoraFile> lora = LoraFile::open(lora_path, /*norms=*/false);
   LoraMergeResult result;
-  result.fit = fit_lora(*lora, base, loader);
+  result.fit = fit_lora(*lora, base, loader, /*compare_other_loader=*/false);
   const LoraFit& fit = result.fit;
   if (fit.architecture_mismatch) throw Error("LoraArchitectureMismatch", fit.verdict);
   // The loader itself fails on these (ComfyUI: KeyError while loading): nothing to imitate.
