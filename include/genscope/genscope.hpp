@@ -5,6 +5,7 @@
 #include "genscope/error.hpp"
 #include "genscope/host.hpp"
 #include "genscope/metric.hpp"
+#include "genscope/metrics.hpp"
 #include "genscope/monitor.hpp"
 #include "genscope/probe.hpp"
 #include "genscope/report.hpp"

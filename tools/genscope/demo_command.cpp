@@ -9,6 +9,7 @@
 #include "genscope/reference_pipeline.hpp"
 #include "genscope/report.hpp"
 #include "genscope/run_json.hpp"
+#include "metrics_options.hpp"
 
 namespace genscope::cli {
 
@@ -21,6 +22,7 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
     bool no_monitor = false;
     bool record = false;
     std::string db;
+    MetricsCliOptions metrics;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -52,6 +54,7 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
   cmd->add_flag("--no-monitor", args->no_monitor, "run without monitoring (for comparison)");
   cmd->add_flag("--record", args->record, "record the run in the history database");
   cmd->add_option("--db", args->db, "history database (default: $XDG_DATA_HOME/genscope/history.db)");
+  add_metrics_options(cmd, args->metrics);
   cmd->callback([args, &context] {
     DemoOptions& o = args->options;
     o.out_dir = args->out;
@@ -61,7 +64,9 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
     mo.enabled = !args->no_monitor;
     mo.record = args->record;
     mo.history_db = args->db;
+    if (!args->no_monitor) configure_metrics(args->metrics, mo);
     Monitor monitor(mo);
+    if (!args->no_monitor) attach_metrics_endpoint(args->metrics, monitor, "demo");
     add_reference_probes(monitor, o);
     DemoResult result = run_reference_pipeline(o, monitor);
     const std::filesystem::path run_path = o.out_dir / "run.json";
@@ -70,6 +75,7 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
       ConsoleOptions co;
       co.plain = args->plain;
       std::cout << render_console(result.run, co);
+      report_metrics_push(args->metrics, result.run, "demo");
     }
     std::cout << "outputs: " << result.images.size() << " PNG file(s) in " << o.out_dir.string()
               << " (xxh3 " << result.output_hash << ")\n";
