@@ -56,6 +56,13 @@ def main():
         rows.append((f"{p['spike_MiB']:.0f} MiB spike lasting {p['spike_duration_ms']:.1f} ms: peak rise seen",
                      f"exact {p['exact_peak_rise_MiB']:.2f} MiB, sampler-only at 10 ms {p['sampled_10ms_peak_rise_MiB']:.2f} MiB",
                      f"{p['exact_peak_rise_MiB'] / p['spike_MiB']:.3f} of the spike", "exact"))
+    read = cpu("BM_ReadRunDocument")
+    for name, label in (("BM_RenderHtml", "HTML report"), ("BM_RenderChromeTrace", "Chrome trace"),
+                        ("BM_RenderCsv", "CSV (steps + series)")):
+        if read and cpu(name):
+            rows.append((f"{label} of 10 steps / 100k samples (render)",
+                         f"{cpu(name):.1f} ms, {r[name]['output_bytes'] / 1e6:.2f} MB",
+                         f"{cpu(name) / read:.3f} x reading the run document ({read:.1f} ms)", ""))
     print("| figure | measured | ratio | goal |")
     print("|---|---|---|---|")
     for row in rows:

@@ -1,9 +1,12 @@
 // genscope: the umbrella header of the public C++ API.
 #pragma once
 
+#include "genscope/chrome_trace.hpp"
+#include "genscope/csv_export.hpp"
 #include "genscope/dtype.hpp"
 #include "genscope/error.hpp"
 #include "genscope/host.hpp"
+#include "genscope/html_report.hpp"
 #include "genscope/metric.hpp"
 #include "genscope/metrics.hpp"
 #include "genscope/monitor.hpp"

@@ -51,10 +51,15 @@ assert buckets and buckets[-1].labels["le"] == "+Inf"
 print(f"parsed {len(om)} families in both formats")
 PY
 
-# --metrics FILE writes the file and still prints the report.
+# --metrics FILE is an export like --html: the file, one line naming it, no console report.
 "$GENSCOPE" report "$run" --metrics "$tmp/out.prom" > "$tmp/report.txt"
 cmp -s "$tmp/out.prom" "$tmp/run.prom" || fail "--metrics FILE differs from --metrics -"
-grep -q "GENSCOPE RUN REPORT" "$tmp/report.txt" || fail "report not printed with --metrics FILE"
+grep -q "^metrics: $tmp/out.prom (" "$tmp/report.txt" || fail "no line naming the file: $(cat "$tmp/report.txt")"
+! grep -q "GENSCOPE RUN REPORT" "$tmp/report.txt" || fail "console report printed with --metrics FILE"
+set +e
+out=$("$GENSCOPE" report "$run" "$run" --metrics - 2>&1); rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "\[InvalidOption\]" <<<"$out" || fail "two runs with --metrics: rc=$rc $out"
 
 # A bad URL is refused before anything else; an unreachable gateway is a named error.
 set +e
