@@ -8,6 +8,7 @@
 #include "genscope/host.hpp"
 #include "genscope/html_report.hpp"
 #include "genscope/metric.hpp"
+#include "genscope/metrics.hpp"
 #include "genscope/monitor.hpp"
 #include "genscope/probe.hpp"
 #include "genscope/report.hpp"

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -55,6 +56,15 @@ struct MonitorOptions {
   std::chrono::milliseconds sink_timeout{10'000};
   /// Live events queued for the sinks beyond which new ones are dropped (and counted).
   std::size_t sink_queue_capacity = 65'536;
+  /// Serve live Prometheus metrics on http://metrics_bind:metrics_port/metrics
+  /// (docs/metrics.md); 0 = off. A port that cannot be bound is a monitoring error of each
+  /// run. (For a system-chosen port, add a genscope::MetricsEndpoint yourself.)
+  std::uint16_t metrics_port = 0;
+  /// The address the metrics endpoint binds ("0.0.0.0" = every IPv4 interface).
+  std::string metrics_bind = "127.0.0.1";
+  /// Push every finished run's metrics to this Pushgateway, e.g. "http://127.0.0.1:9091";
+  /// empty = off. A failed push is a monitoring error of that run.
+  std::string pushgateway_url;
 };
 
 /// Which tensors analysed with analyze_tensor() are also written to disk, and how.

@@ -1,10 +1,13 @@
-// The sinks a Monitor's options ask for: the text log and the history recorder.
+// The sinks a Monitor's options ask for: the text log, the history recorder, the metrics
+// endpoint and the Pushgateway.
 #include "core/option_sinks.hpp"
 
 #include <cstdlib>
 
+#include "genscope/metrics.hpp"
 #include "sinks/history_sink.hpp"
 #include "sinks/log_file_sink.hpp"
+#include "sinks/pushgateway_sink.hpp"
 
 namespace genscope::detail {
 
@@ -16,6 +19,13 @@ std::vector<std::shared_ptr<Sink>> make_option_sinks(const MonitorOptions& optio
   }
   if (!log_path.empty()) sinks.push_back(std::make_shared<LogFileSink>(log_path));
   if (options.record) sinks.push_back(std::make_shared<HistorySink>(options.history_db));
+  if (options.metrics_port != 0) {
+    sinks.push_back(std::make_shared<MetricsEndpoint>(
+        MetricsEndpointOptions{.bind_address = options.metrics_bind, .port = options.metrics_port}));
+  }
+  if (!options.pushgateway_url.empty()) {
+    sinks.push_back(std::make_shared<PushgatewaySink>(options.pushgateway_url));
+  }
   return sinks;
 }
 

@@ -10,6 +10,7 @@
 #include "genscope/reference_pipeline.hpp"
 #include "genscope/report.hpp"
 #include "genscope/run_json.hpp"
+#include "metrics_options.hpp"
 #include "run_document.hpp"
 
 namespace genscope::cli {
@@ -25,6 +26,7 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
     bool no_monitor = false;
     bool record = false;
     std::string db;
+    MetricsCliOptions metrics;
     ExportOptions exports;
   };
   auto args = std::make_shared<Args>();
@@ -60,6 +62,7 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
   cmd->add_flag("--no-monitor", args->no_monitor, "run without monitoring (for comparison)");
   cmd->add_flag("--record", args->record, "record the run in the history database");
   cmd->add_option("--db", args->db, "history database (default: $XDG_DATA_HOME/genscope/history.db)");
+  add_metrics_options(cmd, args->metrics);
   add_export_options(*cmd, args->exports);
   cmd->callback([args, &context] {
     DemoOptions& o = args->options;
@@ -74,7 +77,9 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
     mo.enabled = !args->no_monitor;
     mo.record = args->record;
     mo.history_db = args->db;
+    if (!args->no_monitor) configure_metrics(args->metrics, mo);
     Monitor monitor(mo);
+    if (!args->no_monitor) attach_metrics_endpoint(args->metrics, monitor, "demo");
     add_reference_probes(monitor, o);
     DemoResult result = run_reference_pipeline(o, monitor);
     SavedRunDocument saved;
@@ -83,6 +88,7 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
       // lose the document. A failed write never suppresses the report.
       saved = save_run_document(result.run, o.out_dir / "run.json", args->json_fallback);
       std::cout << render_console(result.run, {.plain = args->plain, .verbose = args->verbose});
+      report_metrics_push(args->metrics, result.run, "demo");
     }
     std::cout << "outputs: " << result.images.size() << " PNG file(s) in " << o.out_dir.string()
               << " (xxh3 " << result.output_hash << ")\n";
