@@ -27,6 +27,7 @@ struct ScriptedState {
   std::atomic<bool> refuse_reset{false};
   std::atomic<bool> fail_sample{false};
   std::atomic<int> sample_sleep_ms{0};
+  std::atomic<int> samples{0};  // sample() calls
   void set(double v) {
     value = v;
     if (v > hwm) hwm = v;
@@ -44,6 +45,7 @@ class ScriptedProbe : public Probe {
     if (s_->sample_sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s_->sample_sleep_ms));
     if (s_->fail_sample) return ProbeStatus::failure("sensor unplugged");
     out[0] = s_->value;
+    ++s_->samples;
     return {};
   }
   ProbeStatus read_peaks(std::span<double> out) override {
@@ -374,25 +376,32 @@ TEST(Sampler, FillsBoundedSeriesAndSampledPeaks) {
   Monitor monitor(o);
   monitor.add_probe(std::make_unique<ScriptedProbe>(s));
   ActiveRun run = monitor.start_run();
+  double top_value = 0;
   {
     Step step = run.step(StepKind::kSampling, "slow rise");
-    for (int i = 0; i < 60; ++i) {
+    // Rises for at least 60 ms and, on a loaded machine, until the sampler has taken 40
+    // samples (bounded); then holds the top until the sampler has seen it twice.
+    int i = 0;
+    for (; i < 60 || (s->samples < 40 && i < 20'000); ++i) {
       s->set(100 + i);
       std::this_thread::sleep_for(1ms);
     }
-    s->value = 5;  // below the mark: the step peak stays exact at 159
+    top_value = 100 + i - 1;
+    const int seen = s->samples;
+    for (int wait = 0; s->samples < seen + 2 && wait < 20'000; ++wait) std::this_thread::sleep_for(1ms);
+    s->value = 5;  // below the mark: the step peak stays exact at the top
   }
   const genscope::Run r = run.finish();
   EXPECT_LE(r.series.size(), 16u);
   EXPECT_GT(r.series.samples_taken, 16u);
   EXPECT_EQ(r.series.metrics.size(), 1u);
   const MetricFigures& m = figure(r.steps[0]);
-  EXPECT_EQ(m.peak, 159);
+  EXPECT_EQ(m.peak, top_value);
   EXPECT_GE(m.peak_offset_ns, 0);  // the sampler saw it: its time is known
-  // Downsampled rows keep maxima: the stored series still contains a value near the top.
+  // Downsampled rows keep maxima: the stored series still contains the top.
   double top = 0;
-  for (std::size_t i = 0; i < r.series.size(); ++i) top = std::max(top, r.series.at(i, 0));
-  EXPECT_GE(top, 150);
+  for (std::size_t k = 0; k < r.series.size(); ++k) top = std::max(top, r.series.at(k, 0));
+  EXPECT_EQ(top, top_value);
 }
 
 TEST(TimeSeriesBuffer, CompactsOldHalfKeepingMaxima) {
