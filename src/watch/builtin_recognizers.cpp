@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "watch/comfyui_recognizer.hpp"
 #include "watch/recognizer.hpp"
 #include "watch/tqdm_recognizer.hpp"
 
@@ -14,13 +15,14 @@ std::vector<std::string> builtin_recognizer_names() { return {"comfyui", "sdcpp"
 std::vector<std::unique_ptr<Recognizer>> make_builtin_recognizers(const std::vector<std::string>& names) {
   auto wanted = [&](std::string_view n) { return std::find(names.begin(), names.end(), n) != names.end(); };
   std::vector<std::unique_ptr<Recognizer>> out;
+  if (wanted("comfyui")) out.push_back(std::make_unique<ComfyUIRecognizer>());
   if (wanted("tqdm")) {
     // A1111's "Total progress" bar repeats the per-image bars: its recogniser reads it.
     std::vector<std::string> claimed;
     if (wanted("a1111")) claimed.push_back("Total progress");
     out.push_back(std::make_unique<TqdmRecognizer>(std::move(claimed)));
   }
-  return out;  // comfyui, sdcpp, a1111: not built yet
+  return out;  // sdcpp, a1111: not built yet
 }
 
 }  // namespace genscope::watch

@@ -22,6 +22,7 @@ struct StepApplier::OpenStep {
   bool mergeable = true;
   bool shared_with_output = false;   // an output recogniser reads the same phase
   bool failed = false;
+  std::function<void(int, std::int64_t)> before_end;
   std::int64_t opened_ns = 0;
   std::int64_t last_mark_ns = 0;
   std::size_t owner_iterations = 0;   // recorded by the owning origin
@@ -57,7 +58,7 @@ StepApplier::~StepApplier() {
   try {
     if (run_) {
       run_note("the watch session ended before the program did");
-      finish_run(StepStatus::kFailed, "the watch session ended while the step was open");
+      finish_run(StepStatus::kFailed, "the watch session ended while the step was open", Step::now_ns());
     }
   } catch (...) {
   }
@@ -113,10 +114,10 @@ void StepApplier::run_begin(RunAnnouncement a, std::int64_t steady_ns) {
   if (run_) {
     if (announced_active_) {
       run_note("ended by the next announced run, without an end of its own");
-      finish_run(StepStatus::kOk, {});
+      finish_run(StepStatus::kOk, {}, steady_ns);
     } else {
       run_label("watch.run", "startup");
-      finish_run(StepStatus::kOk, {});
+      finish_run(StepStatus::kOk, {}, steady_ns);
     }
   }
   announced_seen_ = true;
@@ -144,10 +145,10 @@ void StepApplier::run_end(std::int64_t steady_ns) {
     return;
   }
   if (!announced_active_ || !run_) return;
-  finish_run(StepStatus::kOk, {});
+  finish_run(StepStatus::kOk, {}, steady_ns);
 }
 
-void StepApplier::program_exited(int wait_status, std::int64_t /*steady_ns*/) {
+void StepApplier::program_exited(int wait_status, std::int64_t steady_ns) {
   if (exited_) return;
   exited_ = true;
   if (!run_) return;
@@ -156,11 +157,14 @@ void StepApplier::program_exited(int wait_status, std::int64_t /*steady_ns*/) {
   run_label("watch.exit", text);
   if (announced_active_) run_note("the program exited before the announced run ended");
   finish_run(ok ? StepStatus::kOk : StepStatus::kFailed,
-             ok ? std::string_view{} : std::string_view("the program ended (" + text + ") while the step was open"));
+             ok ? std::string_view{} : std::string_view("the program ended (" + text + ") while the step was open"),
+             steady_ns);
 }
 
-void StepApplier::finish_run(std::optional<StepStatus> status, std::string_view reason) {
-  end_all(status, reason);
+void StepApplier::finish_run(std::optional<StepStatus> status, std::string_view reason,
+                             std::int64_t steady_ns) {
+  end_all(status, reason, steady_ns);
+  seen_kinds_ = 0;
   announced_active_ = false;
   announced_step_ = 0;
   if (!run_) return;
@@ -174,6 +178,15 @@ void StepApplier::finish_run(std::optional<StepStatus> status, std::string_view 
     } catch (...) {
       ++stats_.callback_errors;
     }
+  }
+}
+
+void StepApplier::announced_label(std::string_view key, std::string_view value) {
+  if (!announced_active_) return;
+  if (options_.runs == RunScope::kProgram) {
+    label(announced_step_, key, value);
+  } else {
+    run_label(key, value);
   }
 }
 
@@ -213,11 +226,11 @@ const StepApplier::OpenStep* StepApplier::find_token(int token) const noexcept {
   return nullptr;
 }
 
-void StepApplier::end_implicit() {
+void StepApplier::end_implicit(std::int64_t steady_ns) {
   // Innermost first, so the stack of the session thread unwinds in order.
   for (auto it = open_.rbegin(); it != open_.rend();) {
     if ((*it)->ends_at_next_step) {
-      close(**it);
+      close(**it, steady_ns);
       it = decltype(it)(open_.erase(std::next(it).base()));
     } else {
       ++it;
@@ -250,7 +263,7 @@ int StepApplier::open(Origin origin, StepKind kind, std::string_view name, std::
       }
     }
   }
-  end_implicit();
+  end_implicit(steady_ns);
   auto s = std::make_unique<OpenStep>();
   s->step = run_->step(kind, name, options.source.empty() ? nullptr : options.source.c_str());
   if (!s->step.active()) return 0;
@@ -260,14 +273,24 @@ int StepApplier::open(Origin origin, StepKind kind, std::string_view name, std::
   s->origin = origin;
   s->ends_at_next_step = options.ends_at_next_step;
   s->mergeable = options.mergeable;
+  s->before_end = options.before_end;
   s->opened_ns = steady_ns;
+  seen_kinds_ |= 1u << static_cast<unsigned>(kind);
   s->last_mark_ns = steady_ns;
   const int token = s->token;
   open_.push_back(std::move(s));
   return token;
 }
 
-void StepApplier::close(OpenStep& s) {
+void StepApplier::close(OpenStep& s, std::int64_t steady_ns) {
+  if (s.before_end) {
+    auto hook = std::move(s.before_end);
+    s.before_end = nullptr;
+    try {
+      hook(s.token, steady_ns);
+    } catch (...) {
+    }
+  }
   if (s.shared_with_output && !s.output_buffer.empty()) {
     if (s.owner_iterations == 0) {
       s.step.record_iterations(s.output_buffer, s.output_buffer_inferred);
@@ -281,22 +304,26 @@ void StepApplier::close(OpenStep& s) {
   s.step.end();
 }
 
-void StepApplier::end(Origin origin, int token, std::int64_t /*steady_ns*/) {
+void StepApplier::end(Origin origin, int token, std::int64_t steady_ns) {
   for (auto it = open_.begin(); it != open_.end(); ++it) {
     OpenStep& s = **it;
     if (s.token != token) continue;
     if (origin == Origin::kOutput && s.origin != Origin::kOutput) return;  // owner ends it
-    close(s);
+    close(s, steady_ns);
     open_.erase(it);
     return;
   }
 }
 
-void StepApplier::end_all(std::optional<StepStatus> status, std::string_view reason) {
+void StepApplier::end_all(std::optional<StepStatus> status, std::string_view reason,
+                          std::int64_t steady_ns) {
   while (!open_.empty()) {
     OpenStep& s = *open_.back();
-    if (status == StepStatus::kFailed && !s.failed) s.step.fail(reason);
-    close(s);
+    if (status == StepStatus::kFailed && !s.failed) {
+      s.step.fail(reason);
+      s.failed = true;
+    }
+    close(s, steady_ns);
     open_.pop_back();
   }
 }
@@ -334,6 +361,10 @@ int StepApplier::find_ref(std::string_view ref) const noexcept {
   return 0;
 }
 
+void StepApplier::set_before_end(int token, std::function<void(int, std::int64_t)> hook) {
+  if (OpenStep* s = find_token(token)) s->before_end = std::move(hook);
+}
+
 void StepApplier::set_ref(int token, std::string ref) {
   if (OpenStep* s = find_token(token)) s->ref = std::move(ref);
 }
@@ -341,6 +372,11 @@ void StepApplier::set_ref(int token, std::string ref) {
 std::optional<StepKind> StepApplier::kind_of(int token) const noexcept {
   if (const OpenStep* s = find_token(token)) return s->kind;
   return std::nullopt;
+}
+
+bool StepApplier::failed(int token) const noexcept {
+  const OpenStep* s = find_token(token);
+  return s != nullptr && s->failed;
 }
 
 std::int64_t StepApplier::opened_at(int token) const noexcept {
@@ -399,7 +435,7 @@ int StepApplier::add_finished(Origin /*origin*/, StepRecord record, std::int64_t
     ++stats_.steps_outside_runs;
     return -1;
   }
-  end_implicit();
+  end_implicit(start_steady_ns + record.duration_ns);
   record.parent_id = open_.empty() ? -1 : open_.back()->step.id();
   return run_->add_step(std::move(record), start_steady_ns);
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -52,6 +53,9 @@ struct OpenOptions {
   std::string source;
   /// Shared with an open step of the same kind from another origin (docs/run.md, "Merging").
   bool mergeable = true;
+  /// Called just before the step ends, whoever ends it (e.g. to record the last attempt of a
+  /// fallback chain); gets the token and the time of the end.
+  std::function<void(int token, std::int64_t steady_ns)> before_end;
 };
 
 /// Runs and steps of a watched program.
@@ -75,6 +79,8 @@ class StepApplier {
   ActiveRun* current_run() noexcept { return run_ ? &*run_ : nullptr; }
   /// True while an announced run is in progress (or its step, under kProgram).
   bool in_announced_run() const noexcept { return announced_active_; }
+  /// Sets a label on the announced run in progress (on its step under RunScope::kProgram).
+  void announced_label(std::string_view key, std::string_view value);
   /// Sets a label on the current run (no-op without one).
   void run_label(std::string_view key, std::string_view value);
   /// Attaches to the current run.
@@ -102,10 +108,16 @@ class StepApplier {
   int find(Origin origin, std::string_view name) const noexcept;
   /// The open step that carries `ref` (forwarded steps); 0 when none.
   int find_ref(std::string_view ref) const noexcept;
+  /// Sets (replaces) the step's before-end hook (see OpenOptions::before_end).
+  void set_before_end(int token, std::function<void(int, std::int64_t)> hook);
   /// Tags a step with a reference (a forwarded step's "<pid>:<run>:<id>").
   void set_ref(int token, std::string ref);
   /// Kind and name of an open step.
   std::optional<StepKind> kind_of(int token) const noexcept;
+  /// True when a step of `kind` was opened in the current run.
+  bool seen_kind(StepKind kind) const noexcept { return (seen_kinds_ >> static_cast<unsigned>(kind) & 1) != 0; }
+  /// True when the step was marked failed.
+  bool failed(int token) const noexcept;
   /// When the step was opened (steady clock, as given); 0 when not open.
   std::int64_t opened_at(int token) const noexcept;
   /// Records iterations with known durations.
@@ -137,10 +149,11 @@ class StepApplier {
   const OpenStep* find_token(int token) const noexcept;
   bool ensure_run(std::int64_t steady_ns);
   void start_run(RunOptions options, std::string_view scope_label);
-  void finish_run(std::optional<StepStatus> open_steps_status, std::string_view reason);
-  void end_all(std::optional<StepStatus> status, std::string_view reason);
-  void close(OpenStep& step);
-  void end_implicit();
+  void finish_run(std::optional<StepStatus> open_steps_status, std::string_view reason,
+                  std::int64_t steady_ns);
+  void end_all(std::optional<StepStatus> status, std::string_view reason, std::int64_t steady_ns);
+  void close(OpenStep& step, std::int64_t steady_ns);
+  void end_implicit(std::int64_t steady_ns);
 
   Monitor& monitor_;
   const WatchOptions& options_;
@@ -150,6 +163,7 @@ class StepApplier {
   std::vector<std::unique_ptr<OpenStep>> open_;
   std::vector<std::pair<std::string, std::string>> pending_errors_;
   int next_token_ = 1;
+  unsigned seen_kinds_ = 0;         // kinds opened in the current run
   bool program_run_done_ = false;   // the program run was started once (never reopened)
   bool announced_seen_ = false;     // an announcement was seen (kAuto: no program run since)
   bool announced_active_ = false;

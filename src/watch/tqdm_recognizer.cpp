@@ -116,6 +116,14 @@ LineResult TqdmRecognizer::on_line(const OutputLine& line, StepApplier& applier)
   const bool repeat_of_final = bar != nullptr && bar->finished && n == bar->position &&
                                total == bar->total;
   if (repeat_of_final) return result;
+  if (bar != nullptr && !bar->finished && !applier.is_open(bar->token) && total == bar->total &&
+      n >= bar->position) {
+    // Its step was ended by someone else (a failure, the end of a run): the rest of this bar
+    // (tqdm's close() redraw, ...) belongs to no step.
+    bar->finished = true;
+    bar->position = n;
+    return result;
+  }
   const bool same_bar = bar != nullptr && !bar->finished && total == bar->total &&
                         n >= bar->position && applier.is_open(bar->token);
   if (!same_bar) {

@@ -27,12 +27,13 @@ struct WatchSession::Impl {
 
   WatchOptions options;
   WatchStats stats;
-  StepApplier applier;
-  EventApplier events;
   // Built-ins first (in builtin_recognizer_names() order; the first that recognises a line
-  // claims it), then the rule files (which read every line).
+  // claims it), then the rule files (which read every line). Declared before the applier:
+  // steps may call back into their recogniser when the applier ends them at destruction.
   std::vector<std::unique_ptr<Recognizer>> builtins;
   std::vector<std::unique_ptr<Recognizer>> rules;
+  StepApplier applier;
+  EventApplier events;
   AnchorFilter filter;  // bit i: recogniser i of builtins, then rules
   std::array<LineSplitter, 2> splitters;
   std::string scratch;

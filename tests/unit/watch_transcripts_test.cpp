@@ -143,6 +143,8 @@ void check_transcript(const std::string& name, double time_scale, WatchOptions o
 // original ones, so iteration timings are the original ones).
 TEST(Transcripts, Diffusers) { check_transcript("diffusers", 1.0 / 50); }
 TEST(Transcripts, EventsShell) { check_transcript("events_shell", 1.0 / 20); }
+TEST(Transcripts, ComfyUICurrent) { check_transcript("comfyui_sdxl", 1.0 / 50); }
+TEST(Transcripts, ComfyUIOld) { check_transcript("comfyui_old", 1.0 / 1000); }
 
 }  // namespace
 }  // namespace genscope
