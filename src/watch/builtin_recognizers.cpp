@@ -6,6 +6,7 @@
 
 #include "watch/comfyui_recognizer.hpp"
 #include "watch/recognizer.hpp"
+#include "watch/sdcpp_recognizer.hpp"
 #include "watch/tqdm_recognizer.hpp"
 
 namespace genscope::watch {
@@ -16,13 +17,14 @@ std::vector<std::unique_ptr<Recognizer>> make_builtin_recognizers(const std::vec
   auto wanted = [&](std::string_view n) { return std::find(names.begin(), names.end(), n) != names.end(); };
   std::vector<std::unique_ptr<Recognizer>> out;
   if (wanted("comfyui")) out.push_back(std::make_unique<ComfyUIRecognizer>());
+  if (wanted("sdcpp")) out.push_back(std::make_unique<SdcppRecognizer>());
   if (wanted("tqdm")) {
     // A1111's "Total progress" bar repeats the per-image bars: its recogniser reads it.
     std::vector<std::string> claimed;
     if (wanted("a1111")) claimed.push_back("Total progress");
     out.push_back(std::make_unique<TqdmRecognizer>(std::move(claimed)));
   }
-  return out;  // sdcpp, a1111: not built yet
+  return out;  // a1111: not built yet
 }
 
 }  // namespace genscope::watch

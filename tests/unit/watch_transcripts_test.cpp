@@ -145,6 +145,8 @@ TEST(Transcripts, Diffusers) { check_transcript("diffusers", 1.0 / 50); }
 TEST(Transcripts, EventsShell) { check_transcript("events_shell", 1.0 / 20); }
 TEST(Transcripts, ComfyUICurrent) { check_transcript("comfyui_sdxl", 1.0 / 50); }
 TEST(Transcripts, ComfyUIOld) { check_transcript("comfyui_old", 1.0 / 1000); }
+TEST(Transcripts, StableDiffusionCpp) { check_transcript("sdcpp_new", 1.0 / 50); }
+TEST(Transcripts, StableDiffusionCppOld) { check_transcript("sdcpp_old", 1.0 / 50); }
 
 }  // namespace
 }  // namespace genscope
