@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "watch/a1111_recognizer.hpp"
 #include "watch/comfyui_recognizer.hpp"
 #include "watch/recognizer.hpp"
 #include "watch/sdcpp_recognizer.hpp"
@@ -18,13 +19,14 @@ std::vector<std::unique_ptr<Recognizer>> make_builtin_recognizers(const std::vec
   std::vector<std::unique_ptr<Recognizer>> out;
   if (wanted("comfyui")) out.push_back(std::make_unique<ComfyUIRecognizer>());
   if (wanted("sdcpp")) out.push_back(std::make_unique<SdcppRecognizer>());
+  if (wanted("a1111")) out.push_back(std::make_unique<A1111Recognizer>());
   if (wanted("tqdm")) {
     // A1111's "Total progress" bar repeats the per-image bars: its recogniser reads it.
     std::vector<std::string> claimed;
     if (wanted("a1111")) claimed.push_back("Total progress");
     out.push_back(std::make_unique<TqdmRecognizer>(std::move(claimed)));
   }
-  return out;  // a1111: not built yet
+  return out;
 }
 
 }  // namespace genscope::watch

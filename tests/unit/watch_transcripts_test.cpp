@@ -147,6 +147,7 @@ TEST(Transcripts, ComfyUICurrent) { check_transcript("comfyui_sdxl", 1.0 / 50); 
 TEST(Transcripts, ComfyUIOld) { check_transcript("comfyui_old", 1.0 / 1000); }
 TEST(Transcripts, StableDiffusionCpp) { check_transcript("sdcpp_new", 1.0 / 50); }
 TEST(Transcripts, StableDiffusionCppOld) { check_transcript("sdcpp_old", 1.0 / 50); }
+TEST(Transcripts, Forge) { check_transcript("forge", 1.0 / 50); }
 
 }  // namespace
 }  // namespace genscope
