@@ -17,7 +17,12 @@ def load(folder):
         except json.JSONDecodeError:
             continue
         for b in data.get("benchmarks", []):
-            results[b["name"].split("/")[0]] = b
+            if b.get("run_type") == "aggregate":
+                # --benchmark_repetitions: keep the median under the benchmark's own name.
+                if b.get("aggregate_name") == "median":
+                    results[b["run_name"].split("/")[0]] = b
+                continue
+            results.setdefault(b["name"].split("/")[0], b)
     return results
 
 

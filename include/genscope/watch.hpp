@@ -53,10 +53,11 @@ struct WatchOptions {
   /// Which runs are recorded.
   RunScope runs = RunScope::kAuto;
   /// Built-in recognisers to use, by name: "comfyui", "sdcpp", "tqdm", "a1111". Empty = none.
-  /// An unknown name throws genscope::Error("UnknownRecognizer") from the constructor.
+  /// They read each line in the order comfyui, sdcpp, a1111, tqdm (the first that recognises
+  /// a line claims it). An unknown name throws genscope::Error("UnknownRecognizer").
   std::vector<std::string> recognizers{"comfyui", "sdcpp", "tqdm", "a1111"};
-  /// User rule files (JSON, docs/run.md), loaded by the constructor: a bad file throws
-  /// genscope::Error("InvalidRules") naming the file and the rule, before anything runs.
+  /// User rule files (JSON, docs/run.md "Rule files"), loaded by the constructor: a bad file
+  /// throws genscope::Error("InvalidRules") naming the file and the rule, before anything runs.
   std::vector<std::filesystem::path> rule_files;
   /// Called with each finished run (one per prompt for a server that announces prompts,
   /// else one for the whole program). Exceptions from it are caught and counted.
