@@ -15,10 +15,6 @@
 #include "watch/recognizer.hpp"
 #include "watch/rule_file.hpp"
 
-namespace re2 {
-class StringPiece;
-}
-
 namespace genscope::watch {
 
 /// A rule file as a recogniser.
