@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -70,6 +71,9 @@ class NoSigpipe {
 }  // namespace
 
 EventChannelSink::EventChannelSink(const std::string& fd_text) : pid_(static_cast<int>(::getpid())) {
+  // Several monitors of one process each forward: refs must not meet.
+  static std::atomic<int> next_sink{1};
+  sink_number_ = next_sink.fetch_add(1);
   int fd = -1;
   const auto [ptr, ec] = std::from_chars(fd_text.data(), fd_text.data() + fd_text.size(), fd);
   if (ec != std::errc() || ptr != fd_text.data() + fd_text.size() || fd < 0) {
@@ -104,7 +108,8 @@ EventChannelSink::~EventChannelSink() {
 }
 
 std::string EventChannelSink::ref(int step_id) const {
-  return std::to_string(pid_) + ":" + std::to_string(run_seq_) + ":" + std::to_string(step_id);
+  return std::to_string(pid_) + "." + std::to_string(sink_number_) + ":" + std::to_string(run_seq_) +
+         ":" + std::to_string(step_id);
 }
 
 void EventChannelSink::write_line(std::string line) {

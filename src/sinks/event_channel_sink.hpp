@@ -4,7 +4,7 @@
 //
 // Lines written (src/watch/event_codec.hpp):
 //   run_started  -> {"event":"run_begin", "name", "pipeline", "labels" (+ inprocess.run_id)}
-//   step_began   -> {"event":"begin", "kind", "name", "ref": "<pid>:<run>:<step id>"}
+//   step_began   -> {"event":"begin", "kind", "name", "ref": "<pid>.<monitor>:<run>:<step id>"}
 //   step_ended   -> {"event":"step", "ref", "start_steady_ns", "step": <run document step>}
 //   run_finished -> {"event":"run_end", "attachments", "notes", "monitoring_errors"}
 //
@@ -53,6 +53,7 @@ class EventChannelSink final : public Sink {
   bool cut_line_ = false;     // a line was cut short: start the next with '\n'
   bool gone_ = false;         // the reader closed the pipe
   int pid_ = 0;
+  int sink_number_ = 0;  // this process's monitors are numbered, so refs never meet
   std::uint64_t run_seq_ = 0;
   std::int64_t run_start_steady_ns_ = 0;
 };

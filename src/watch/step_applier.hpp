@@ -110,7 +110,7 @@ class StepApplier {
   int find_ref(std::string_view ref) const noexcept;
   /// Sets (replaces) the step's before-end hook (see OpenOptions::before_end).
   void set_before_end(int token, std::function<void(int, std::int64_t)> hook);
-  /// Tags a step with a reference (a forwarded step's "<pid>:<run>:<id>").
+  /// Tags a step with a reference (a forwarded step's "<pid>.<monitor>:<run>:<id>").
   void set_ref(int token, std::string ref);
   /// Kind and name of an open step.
   std::optional<StepKind> kind_of(int token) const noexcept;
