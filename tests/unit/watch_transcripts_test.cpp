@@ -100,12 +100,14 @@ void check_step(const StepRecord& s, const json& e, const Run& run) {
   }
 }
 
-void check_transcript(const std::string& name, double time_scale, WatchOptions options = {}) {
+void check_transcript(const std::string& name, double time_scale, WatchOptions options = {},
+                      std::vector<genscope::Run>* out = nullptr) {
   SCOPED_TRACE(name);
   const json expected = load_expected(name + ".expected.json");
   Harness h(std::move(options));
   h.replay(testing::load_transcript(name + ".jsonl"), time_scale, expected.value("exit_status", 0));
   const json& runs = expected.at("runs");
+  if (out != nullptr) *out = h.runs;
   ASSERT_EQ(h.runs.size(), runs.size());
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const Run& run = h.runs[r];
@@ -141,7 +143,16 @@ void check_transcript(const std::string& name, double time_scale, WatchOptions o
 
 // Original timing, replayed 20-50 times faster (the timestamps given to the session are the
 // original ones, so iteration timings are the original ones).
-TEST(Transcripts, Diffusers) { check_transcript("diffusers", 1.0 / 50); }
+TEST(Transcripts, Diffusers) {
+  std::vector<genscope::Run> runs;
+  check_transcript("diffusers", 1.0 / 50, {}, &runs);
+  ASSERT_EQ(runs.size(), 1u);
+  // The console report says which iteration timings were inferred (three bars of four).
+  const std::string report = render_console(runs[0], {.plain = true});
+  std::size_t count = 0;
+  for (std::size_t at = 0; (at = report.find("timings inferred from progress redraws", at)) != std::string::npos; ++at) ++count;
+  EXPECT_EQ(count, 3u) << report;
+}
 TEST(Transcripts, EventsShell) { check_transcript("events_shell", 1.0 / 20); }
 TEST(Transcripts, ComfyUICurrent) { check_transcript("comfyui_sdxl", 1.0 / 50); }
 TEST(Transcripts, ComfyUIOld) { check_transcript("comfyui_old", 1.0 / 1000); }
