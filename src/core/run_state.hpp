@@ -38,9 +38,11 @@ struct StepState {
   std::vector<char> exact_valid;      // the high-water mark was reset at this step's start
   bool open = true;
   int samples = 0;                    // sampler rows taken while open
+  std::vector<MetricFigures> extra_metrics;  // Step::add_metric(), listed after the probes'
   // Owner-thread only:
   std::int64_t last_iteration_ns = 0;
   std::vector<std::int64_t> iterations;
+  bool iterations_inferred = false;
 };
 
 /// A probe as used by one run: its slot and where its metrics sit in the run's columns.
@@ -94,6 +96,10 @@ struct RunState {
   void update_sampled_peaks_locked(const std::vector<double>& row, std::int64_t now_ns);
   /// Converts a step's state into its finished record. Caller holds mutex.
   void finalize_locked(StepState& step, const std::vector<double>& after, std::int64_t end_ns);
+  /// Figures of every column over [start, end] (steady clock) from the stored samples, for
+  /// a step timed elsewhere (ActiveRun::add_step). Caller holds mutex.
+  std::vector<MetricFigures> sampled_figures_locked(std::int64_t start_ns,
+                                                    std::int64_t end_ns) const;
   /// Small per-run number of the calling thread. Caller holds mutex.
   int thread_number_locked();
   /// The run recorded so far. Caller holds mutex.
