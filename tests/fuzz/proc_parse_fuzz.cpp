@@ -1,5 +1,7 @@
 // Fuzz target for the procfs parsers the probes use on every sample (src/probes/proc_file):
-// parse_kb_field (/proc/self/status, /proc/meminfo) and parse_statm_resident_pages.
+// parse_kb_field (/proc/self/status, /proc/meminfo) and parse_statm_resident_pages; and
+// those of the process-tree probe: parse_proc_stat (/proc/<pid>/stat) and for_each_pid
+// (cgroup.procs, task children lists).
 // Invariants: never read out of bounds, never crash; a parsed kB field is a multiple of
 // 1024 and its key really starts a line.
 #include <cassert>
@@ -23,5 +25,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   (void)genscope::detail::parse_statm_resident_pages(text);
+  if (const auto stat = genscope::detail::parse_proc_stat(text)) {
+    // comm lies inside the input, between its first '(' and last ')'.
+    assert(stat->comm.data() >= text.data() &&
+           stat->comm.data() + stat->comm.size() <= text.data() + text.size());
+    assert(stat->comm.data() + stat->comm.size() == text.data() + text.rfind(')'));
+  }
+  std::size_t pids = 0;
+  genscope::detail::for_each_pid(text, [&](int pid) {
+    assert(pid > 0);
+    ++pids;
+  });
+  assert(pids <= size);
   return 0;
 }
