@@ -21,6 +21,8 @@
 #include "genscope/memory_cgroup.hpp"
 #include "genscope/monitor.hpp"
 #include "genscope/process_tree.hpp"
+#include "probes/cgroup_paths.hpp"
+#include "probes/proc_file.hpp"
 
 namespace genscope {
 namespace {
@@ -128,6 +130,49 @@ bool clear_refs_works() {
   out << "5";
   out.flush();
   return out.good();
+}
+
+TEST(CgroupPaths, OwnCgroupAndMountFromProcFiles) {
+  const char* cgroups = "9:name=systemd:/\n4:cpu,memory:/process_api/abc\n0::/user.slice/x\n";
+  EXPECT_EQ(detail::parse_own_cgroup(cgroups, 1), "/process_api/abc");
+  EXPECT_EQ(detail::parse_own_cgroup(cgroups, 2), "/user.slice/x");
+  EXPECT_EQ(detail::parse_own_cgroup("4:memoryx:/a\n", 1), std::nullopt);
+  EXPECT_EQ(detail::parse_own_cgroup("garbage\n4:memory\n", 1), std::nullopt);
+  const char* mounts =
+      "30 25 0:26 / /sys/fs/cgroup/cpu rw,relatime shared:10 - cgroup cgroup rw,cpu\n"
+      "33 25 0:29 / /sys/fs/cgroup/memory rw,relatime shared:13 - cgroup cgroup rw,memory\n"
+      "40 25 0:35 /sub /sys/fs/cgroup/uni\\040fied rw - cgroup2 cgroup2 rw\n";
+  const auto v1 = detail::parse_cgroup_mount(mounts, 1);
+  ASSERT_TRUE(v1.has_value());
+  EXPECT_EQ(v1->mount_point, "/sys/fs/cgroup/memory");
+  EXPECT_EQ(detail::cgroup_directory(*v1, "/process_api/abc"),
+            "/sys/fs/cgroup/memory/process_api/abc");
+  const auto v2 = detail::parse_cgroup_mount(mounts, 2);
+  ASSERT_TRUE(v2.has_value());
+  EXPECT_EQ(v2->mount_point, "/sys/fs/cgroup/uni fied");
+  EXPECT_EQ(detail::cgroup_directory(*v2, "/sub/x"), "/sys/fs/cgroup/uni fied/x");
+  EXPECT_EQ(detail::cgroup_directory(*v2, "/other"), std::nullopt);   // outside the mount
+  EXPECT_EQ(detail::cgroup_directory(*v1, "/a/../../etc"), std::nullopt);
+  EXPECT_EQ(detail::parse_cgroup_mount("1 2 3:4 / /x rw - cgroup\n", 1), std::nullopt);  // cut
+}
+
+TEST(ProcParse, StatFieldsAndPidLists) {
+  const auto stat = detail::parse_proc_stat(
+      "4242 (a) (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 123456 1000 1\n");
+  ASSERT_TRUE(stat.has_value());
+  EXPECT_EQ(stat->comm, "a) (b) c");
+  EXPECT_EQ(stat->state, 'S');
+  EXPECT_EQ(stat->ppid, 17u);
+  EXPECT_EQ(stat->start_ticks, 123456u);
+  EXPECT_EQ(detail::parse_proc_stat("7 (x) R 1 7"), std::nullopt);
+  EXPECT_EQ(detail::parse_proc_stat("7 x R 1"), std::nullopt);
+  std::vector<int> pids;
+  EXPECT_TRUE(detail::for_each_pid("12 13\n14\n", [&](int p) { pids.push_back(p); }));
+  EXPECT_EQ(pids, (std::vector<int>{12, 13, 14}));
+  EXPECT_FALSE(detail::for_each_pid("12 -3", [](int) {}));
+  EXPECT_FALSE(detail::for_each_pid("0", [](int) {}));
+  EXPECT_FALSE(detail::for_each_pid("99999999999", [](int) {}));
+  EXPECT_FALSE(detail::for_each_pid("12x", [](int) {}));
 }
 
 TEST(ProcessTree, ProbeColumnsAndRootNotFound) {
