@@ -55,7 +55,8 @@ class ProcessTree {
   /// True when `pid` was in the tree at the last discovery (NVML scoping uses it).
   bool contains(int pid) const;
   /// A process of the tree ended and was reaped by the caller: wait4's ru_maxrss in bytes
-  /// (NaN when not to be trusted), so its lifetime peak covers its last window too.
+  /// (NaN when not to be trusted). Reported as is; for a process that had no children it
+  /// also completes the lifetime peak (its last window, which /proc can no longer show).
   void process_exited(int pid, double rusage_maxrss_bytes);
   /// The "process_tree" run attachment: every process seen since the previous call with its
   /// lifetime peak, and the tree's figures; starts the next period (one per run).

@@ -103,7 +103,8 @@ void ProcessTree::State::open_locked() {
   const std::string dir = options.cgroup.string();
   const std::string usage = dir + (v1 ? "/memory.usage_in_bytes" : "/memory.current");
   const std::string peak = dir + (v1 ? "/memory.max_usage_in_bytes" : "/memory.peak");
-  std::string error = cgroup_procs.open((dir + "/cgroup.procs").c_str(), O_RDONLY);
+  cgroup_procs_path = dir + "/cgroup.procs";
+  std::string error = cgroup_procs.open(cgroup_procs_path.c_str(), O_RDONLY);
   if (error.empty()) error = cgroup_usage.open(usage.c_str(), O_RDONLY);
   if (!error.empty()) {
     cgroup_error = error;
@@ -133,6 +134,7 @@ bool ProcessTree::State::add_locked(int pid, int ppid, std::int64_t now_ns) {
   p->pid = pid;
   p->ppid = ppid != 0 ? ppid : static_cast<int>(stat->ppid);
   p->start_ticks = stat->start_ticks;
+  if (auto parent = alive.find(p->ppid); parent != alive.end()) parent->second->had_children = true;
   p->first_seen_ns = now_ns;
   std::snprintf(path, sizeof path, "/proc/%d/statm", pid);
   if (!p->statm.open(path, O_RDONLY).empty()) return false;
@@ -174,7 +176,10 @@ std::size_t ProcessTree::State::discover_locked(std::int64_t now_ns) {
   }
   std::string buffer;
   if (cgroup_procs.is_open()) {
-    if (read_all(cgroup_procs, buffer)) {
+    // Opened anew each time: cgroup v1 keeps the pid list of an open cgroup.procs and
+    // answers a re-read from offset 0 with it (stale for about a second).
+    detail::ProcFile procs;
+    if (procs.open(cgroup_procs_path.c_str(), O_RDONLY).empty() && read_all(procs, buffer)) {
       std::vector<int> pids;
       detail::for_each_pid(buffer, [&](int pid) { pids.push_back(pid); });
       for (int pid : pids) {
@@ -338,14 +343,15 @@ void ProcessTree::process_exited(int pid, double rusage_maxrss_bytes) {
     TrackedProcess& p = **it;
     if (p.pid != pid) continue;
     state_->mark_gone_locked(p, now);
-    if (!std::isnan(rusage_maxrss_bytes)) {
-      // ru_maxrss = max(the pre-exec image, VmHWM since the last reset): with the peaks
-      // read before every reset it completes the lifetime peak.
-      p.rusage_maxrss = rusage_maxrss_bytes;
-      p.lifetime_peak = nan_max(p.lifetime_peak, rusage_maxrss_bytes);
-      // Exact when every earlier window was read before its reset (or nothing was reset).
-      p.lifetime_exact = state_->options.reset_peaks ? p.reset_ok : true;
-    }
+    if (std::isnan(rusage_maxrss_bytes)) return;
+    p.rusage_maxrss = rusage_maxrss_bytes;
+    // wait4's ru_maxrss is the largest of the process (its image before exec included, and
+    // only since the last VmHWM reset) and of every descendant it waited for. For a process
+    // that never had children it is its own last window: with the peaks read before every
+    // reset, that completes its lifetime peak.
+    if (p.had_children) return;
+    p.lifetime_peak = nan_max(p.lifetime_peak, rusage_maxrss_bytes);
+    p.lifetime_exact = state_->options.reset_peaks ? p.reset_ok : true;
     return;
   }
 }

@@ -33,6 +33,7 @@ struct TrackedProcess {
   // Threads whose children lists are read in /proc walks (tid -> file), and the task dir.
   std::map<int, detail::ProcFile> children;
   DIR* tasks = nullptr;
+  bool had_children = false;       // a process of the tree had it as parent
   bool reset_ok = false;           // clear_refs accepted so far
   std::string reset_error;         // why not
   bool reset_in_window = false;    // VmHWM was reset at (or the process born after) the
@@ -59,7 +60,8 @@ struct ProcessTree::State {
   mutable std::mutex mutex;
   std::vector<std::unique_ptr<TrackedProcess>> processes;  // alive and gone, in order seen
   std::map<int, TrackedProcess*> alive;                    // by pid
-  detail::ProcFile cgroup_procs, cgroup_usage, cgroup_peak;
+  detail::ProcFile cgroup_procs, cgroup_usage, cgroup_peak;  // cgroup_procs: open = in use
+  std::string cgroup_procs_path;
   std::string cgroup_error;        // why the cgroup figures are missing
   bool cgroup_reset_ok = false;
   bool cgroup_reset_in_window = false;

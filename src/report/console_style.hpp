@@ -29,6 +29,13 @@ void render_usage_attachment(std::string& out, const Attachment& attachment,
 void render_performance_attachment(std::string& out, const Attachment& attachment,
                                    const ConsoleStyle& style, const std::string& indent);
 
+/// Renders a step's per-process peaks ("figure_parts" attachments, genscope run/watch).
+void render_figure_parts_attachment(std::string& out, const Attachment& attachment,
+                                    const ConsoleStyle& style, const std::string& indent);
+/// Renders a watched program's process tree and lifetime peaks ("process_tree" attachments).
+void render_process_tree_attachment(std::string& out, const Attachment& attachment,
+                                    const ConsoleStyle& style, const std::string& indent);
+
 /// A human label for a metric name ("process.rss_bytes" -> "RAM (process RSS)").
 std::string metric_label(const std::string& name);
 
