@@ -16,3 +16,4 @@
 #include "genscope/step_kind.hpp"
 #include "genscope/tensor_view.hpp"
 #include "genscope/version.hpp"
+#include "genscope/watch.hpp"

@@ -101,6 +101,13 @@ class ActiveRun {
       throw;
     }
   }
+  /// Adds a step that has already ended and was timed elsewhere (reported by a watched
+  /// program, or forwarded from another process): it started at `start_steady_ns`
+  /// (Step::now_ns() clock) and lasted `step.duration_ns`. Its id and thread are assigned
+  /// here and `parent_id` must name a step of this run or be -1; each probe figure the
+  /// record lacks is filled from the run's samples in that interval ("sampled", or
+  /// "endpoints" when no sample fell inside). Returns the step id; -1 when not recorded.
+  int add_step(StepRecord step, std::int64_t start_steady_ns) noexcept;
   /// Records a monitoring failure (never throws).
   void record_monitoring_error(std::string_view source, std::string_view message) noexcept;
   /// Adds a note on how figures were obtained.

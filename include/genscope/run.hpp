@@ -128,6 +128,9 @@ struct StepRecord {
   std::vector<MetricFigures> metrics;
   std::vector<Attempt> attempts;
   std::vector<std::int64_t> iteration_ns;  ///< Raw per-iteration durations.
+  /// True when some durations were inferred rather than observed one by one (e.g. a progress
+  /// bar that showed several iterations in one redraw: its time is spread evenly over them).
+  bool iterations_inferred = false;
   std::map<std::string, double> counters;  ///< items, frames, bytes, characters, tokens, ...
   std::map<std::string, std::string> labels;
   std::vector<Attachment> attachments;

@@ -14,6 +14,10 @@ namespace genscope {
 nlohmann::json to_json(const Run& run);
 /// Parses a run document. Throws genscope::Error("InvalidRunDocument") naming the field.
 Run run_from_json(const nlohmann::json& document);
+/// Serialises one step as it appears in the run document's "steps" array.
+nlohmann::json to_json(const StepRecord& step);
+/// Parses one step of a run document. Throws genscope::Error("InvalidRunDocument").
+StepRecord step_from_json(const nlohmann::json& step);
 /// Writes the run document atomically (temporary file, fsync, rename).
 /// Throws genscope::Error("WriteFailed") with the path and errno text.
 void write_run_file(const Run& run, const std::filesystem::path& path);

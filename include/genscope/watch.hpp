@@ -12,6 +12,13 @@
 //   session.output(2, bytes_read_from_stderr, genscope::Step::now_ns());
 //   session.event_line(R"({"event":"begin","kind":"sampling","name":"denoise"})", now);
 //   session.program_exited(wait_status, genscope::Step::now_ns());
+//
+// Changes since the interface was first committed (5f3c3be), same shape:
+//   - WatchOptions::runs (RunScope): which runs are recorded; kAuto by default.
+//   - WatchSession::start(steady_ns): the program started (opens the program run).
+//   - the constructor also throws Error("UnknownRecognizer") for an unknown built-in name.
+//   - WatchStats: cut_lines, steps_outside_runs, callback_errors.
+//   - program_exited() reads unended lines first and ignores later output()/event_line().
 #pragma once
 
 #include <cstdint>
@@ -27,11 +34,26 @@
 
 namespace genscope {
 
+/// Which runs a WatchSession records (docs/run.md, "Runs").
+enum class RunScope {
+  /// One run for the whole program, until the program announces runs (a ComfyUI prompt, an
+  /// event-channel `run_begin`, a forwarded in-process run): then what came before is
+  /// finished as a run labelled `watch.run=startup` and each announced run is a run.
+  kAuto,
+  /// One run for the whole program; announced runs become custom steps.
+  kProgram,
+  /// Only announced runs (`genscope watch --pid` of a server): nothing outside them.
+  kAnnounced,
+};
+
 /// How a WatchSession reads a program.
 struct WatchOptions {
   /// Pipeline name, labels, ... of every run the session starts.
   RunOptions run;
+  /// Which runs are recorded.
+  RunScope runs = RunScope::kAuto;
   /// Built-in recognisers to use, by name: "comfyui", "sdcpp", "tqdm", "a1111". Empty = none.
+  /// An unknown name throws genscope::Error("UnknownRecognizer") from the constructor.
   std::vector<std::string> recognizers{"comfyui", "sdcpp", "tqdm", "a1111"};
   /// User rule files (JSON, docs/run.md), loaded by the constructor: a bad file throws
   /// genscope::Error("InvalidRules") naming the file and the rule, before anything runs.
@@ -49,6 +71,9 @@ struct WatchStats {
   std::uint64_t event_lines = 0;        ///< Event-channel lines received.
   std::uint64_t malformed_event_lines = 0;  ///< Event-channel lines that were not valid events.
   std::uint64_t runs_finished = 0;
+  std::uint64_t cut_lines = 0;             ///< Lines longer than the bound (cut for matching).
+  std::uint64_t steps_outside_runs = 0;    ///< Steps dropped because no run was recorded.
+  std::uint64_t callback_errors = 0;       ///< Exceptions thrown by on_run_finished.
 };
 
 /// Turns a watched program's output and event channel into runs on `monitor`.
@@ -58,6 +83,9 @@ class WatchSession {
  public:
   /// Loads the rule files (InvalidRules on error); starts no run yet.
   WatchSession(Monitor& monitor, WatchOptions options);
+  /// The program started (call it right after starting it): opens the whole-program run
+  /// unless the scope is kAnnounced. Without it, the first output()/event_line() does.
+  void start(std::int64_t steady_ns) noexcept;
   ~WatchSession();
   WatchSession(const WatchSession&) = delete;
   WatchSession& operator=(const WatchSession&) = delete;
@@ -67,8 +95,9 @@ class WatchSession {
   void output(int stream, std::string_view bytes, std::int64_t steady_ns) noexcept;
   /// One line of the event channel (without its '\n').
   void event_line(std::string_view line, std::int64_t steady_ns) noexcept;
-  /// The program ended with `wait_status` (as from waitpid): closes open steps (failed when
-  /// the program failed) and finishes the current run.
+  /// The program ended with `wait_status` (as from waitpid): reads what is left of unended
+  /// lines, closes open steps (failed when the program failed) and finishes the current run.
+  /// Later calls of output()/event_line() are ignored.
   void program_exited(int wait_status, std::int64_t steady_ns) noexcept;
   /// The run in progress, if any (e.g. for a periodic report); nullptr between prompts.
   ActiveRun* current_run() noexcept;

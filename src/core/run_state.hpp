@@ -40,9 +40,11 @@ struct StepState {
   std::map<std::string, FigurePart> parts;  // per-item maxima, keyed by metric + '\n' + key
   bool open = true;
   int samples = 0;                    // sampler rows taken while open
+  std::vector<MetricFigures> extra_metrics;  // Step::add_metric(), listed after the probes'
   // Owner-thread only:
   std::int64_t last_iteration_ns = 0;
   std::vector<std::int64_t> iterations;
+  bool iterations_inferred = false;
 };
 
 /// A probe as used by one run: its slot and where its metrics sit in the run's columns.
@@ -102,6 +104,10 @@ struct RunState {
   void finalize_locked(StepState& step, const std::vector<double>& after, std::int64_t end_ns);
   /// Adds the step's per-item parts as "figure_parts" attachments. Caller holds mutex.
   void attach_parts_locked(StepState& step);
+  /// Figures of every column over [start, end] (steady clock) from the stored samples, for
+  /// a step timed elsewhere (ActiveRun::add_step). Caller holds mutex.
+  std::vector<MetricFigures> sampled_figures_locked(std::int64_t start_ns,
+                                                    std::int64_t end_ns) const;
   /// Small per-run number of the calling thread. Caller holds mutex.
   int thread_number_locked();
   /// The run recorded so far. Caller holds mutex.

@@ -118,7 +118,8 @@ void render_iterations(std::string& out, const StepRecord& step, const ConsoleSt
   if (step.iteration_ns.empty()) return;
   const IterationStats it = summarize_iterations(step.iteration_ns);
   out += in + s.mark("🔁 ", "") + "ITERATIONS: " + std::to_string(it.count) + ", " +
-         fmt("%.2f it/s", it.iterations_per_second) + "\n";
+         fmt("%.2f it/s", it.iterations_per_second) +
+         (step.iterations_inferred ? " (timings inferred from progress redraws)" : "") + "\n";
   out += in + "   first " + format_duration(it.first_ns, s.plain);
   if (!std::isnan(it.mean_rest_ns) && it.mean_rest_ns > 0) {
     out += fmt(" (%.2fx the rest)", it.first_ns / it.mean_rest_ns);

@@ -84,7 +84,8 @@ json step_json(const StepRecord& s) {
                        {"min_ns", number(it.min_ns)},
                        {"max_ns", number(it.max_ns)},
                        {"stddev_ns", number(it.stddev_ns)},
-                       {"iterations_per_second", number(it.iterations_per_second)}};
+                       {"iterations_per_second", number(it.iterations_per_second)},
+                       {"inferred", s.iterations_inferred}};
   }
   j["counters"] = s.counters;
   json rates = json::object();
@@ -249,6 +250,10 @@ StepRecord read_step(const json& j, const std::string& path) {
       if (!v.is_number()) invalid(path + ".iterations.durations_ns", "expected numbers");
       s.iteration_ns.push_back(v.get<std::int64_t>());
     }
+    if (const json* inferred = member(*it, "inferred"); inferred != nullptr && !inferred->is_null()) {
+      if (!inferred->is_boolean()) invalid(path + ".iterations.inferred", "expected a boolean");
+      s.iterations_inferred = inferred->get<bool>();
+    }
   }
   if (const json* c = member(j, "counters"); c != nullptr && !c->is_null()) {
     if (!c->is_object()) invalid(path + ".counters", "expected an object");
@@ -298,6 +303,10 @@ TimeSeries read_series(const json& j, const std::string& path) {
 }
 
 }  // namespace
+
+json to_json(const StepRecord& step) { return step_json(step); }
+
+StepRecord step_from_json(const json& step) { return read_step(step, "$"); }
 
 json to_json(const Run& run) {
   json j;

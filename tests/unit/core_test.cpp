@@ -277,6 +277,74 @@ TEST(Monitor, AttemptsIterationsCountersSkip) {
   EXPECT_EQ(r.steps[1].status, StepStatus::kSkipped);
 }
 
+TEST(Monitor, IterationsAndFiguresMeasuredElsewhere) {
+  Monitor m(quiet_options());
+  ActiveRun run = m.start_run();
+  {
+    Step s = run.step(StepKind::kSampling, "bar");
+    const std::int64_t d[] = {10, 20, 30};
+    s.record_iterations(d, true);
+    s.record_iterations({}, false);
+    s.add_metric({"torch.allocated_bytes", Unit::kBytes, 1, 2, 3, -1, "exact"});
+  }
+  {
+    Step s = run.step(StepKind::kSampling, "observed");
+    const std::int64_t d[] = {5};
+    s.record_iterations(d, false);
+  }
+  const genscope::Run r = run.finish();
+  EXPECT_EQ(r.steps[0].iteration_ns, std::vector<std::int64_t>({10, 20, 30}));
+  EXPECT_TRUE(r.steps[0].iterations_inferred);
+  ASSERT_NE(r.steps[0].metric("torch.allocated_bytes"), nullptr);
+  EXPECT_EQ(r.steps[0].metric("torch.allocated_bytes")->peak, 3);
+  EXPECT_FALSE(r.steps[1].iterations_inferred);
+}
+
+TEST(Monitor, AddedStepGetsItsFiguresFromTheSamplesOfItsInterval) {
+  auto state = std::make_shared<ScriptedState>();
+  MonitorOptions o = quiet_options();
+  o.sampler = true;
+  o.sample_interval = 1ms;
+  Monitor m(o);
+  m.add_probe(std::make_unique<ScriptedProbe>(state));
+  ActiveRun run = m.start_run();
+  Step outer = run.step(StepKind::kCustom, "outer");
+  std::this_thread::sleep_for(20ms);
+  const std::int64_t start = Step::now_ns();
+  state->set(500);
+  std::this_thread::sleep_for(20ms);
+  state->set(50);
+  std::this_thread::sleep_for(20ms);
+  StepRecord reported;
+  reported.name = "reported";
+  reported.kind = StepKind::kTextEncoding;
+  reported.parent_id = outer.id();
+  reported.duration_ns = Step::now_ns() - start;
+  reported.counters["reported_seconds"] = 0.04;
+  reported.metrics.push_back({"inprocess.x_bytes", Unit::kBytes, 1, 1, 1, -1, "exact"});
+  const int id = run.add_step(reported, start);
+  EXPECT_EQ(id, 1);
+  StepRecord bad_parent = reported;
+  bad_parent.parent_id = 99;
+  EXPECT_EQ(run.add_step(bad_parent, start), 2);
+  outer.end();
+  const genscope::Run r = run.finish();
+  ASSERT_EQ(r.steps.size(), 3u);
+  const StepRecord& s = r.steps[1];
+  EXPECT_EQ(s.name, "reported");
+  EXPECT_EQ(s.status, StepStatus::kOk);
+  EXPECT_EQ(s.parent_id, 0);
+  EXPECT_EQ(r.steps[2].parent_id, -1);
+  EXPECT_EQ(s.duration_ns, reported.duration_ns);
+  EXPECT_GE(s.start_offset_ns, r.steps[0].start_offset_ns);
+  const MetricFigures& f = figure(s);
+  EXPECT_EQ(f.peak, 500);  // the sampler saw the spike inside the interval
+  EXPECT_EQ(f.peak_source, "sampled");
+  EXPECT_EQ(f.after, 50);
+  ASSERT_NE(s.metric("inprocess.x_bytes"), nullptr);
+  EXPECT_EQ(s.counters.at("reported_seconds"), 0.04);
+}
+
 TEST(Monitor, DisabledMonitorRecordsNothing) {
   auto o = quiet_options();
   o.enabled = false;

@@ -43,6 +43,7 @@ genscope::Run sample_run() {
   s.attempts.push_back({"direct", StepStatus::kFailed, "OOM", 10});
   s.attempts.push_back({"tiled", StepStatus::kOk, "", 20});
   s.iteration_ns = {300, 100, 200};
+  s.iterations_inferred = true;
   s.counters = {{"frames", 16}};
   s.labels = {{"strategy", "tiled"}};
   s.attachments.push_back({"tensor", "latent", {{"shape", {1, 4, 64, 64}}}});
@@ -76,6 +77,19 @@ TEST(RunJson, RoundTripKeepsEveryField) {
   EXPECT_TRUE(std::isnan(back.steps[0].metrics[1].before));
   EXPECT_TRUE(std::isnan(back.series.at(1, 0)));
   EXPECT_EQ(back.steps[1].parent_id, 0);
+  EXPECT_TRUE(back.steps[0].iterations_inferred);
+  EXPECT_EQ(j["steps"][0]["iterations"]["inferred"], true);
+}
+
+TEST(RunJson, OneStepRoundTripsAndOldDocumentsReadAsObservedIterations) {
+  const genscope::Run r = sample_run();
+  const nlohmann::json j = to_json(r.steps[0]);
+  EXPECT_EQ(to_json(step_from_json(j)), j);
+  nlohmann::json old = j;
+  old["iterations"].erase("inferred");  // written before the field existed
+  EXPECT_FALSE(step_from_json(old).iterations_inferred);
+  old["iterations"]["inferred"] = "yes";
+  EXPECT_THROW(step_from_json(old), genscope::Error);
 }
 
 TEST(RunJson, DerivedFiguresAreWritten) {
