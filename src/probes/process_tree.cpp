@@ -130,6 +130,10 @@ bool ProcessTree::State::add_locked(int pid, int ppid, std::int64_t now_ns) {
     if (it->second->start_ticks == stat->start_ticks) return false;  // already followed
     mark_gone_locked(*it->second, now_ns);                           // the pid was reused
   }
+  // A process seen gone (its memory released) may still be listed while it finishes exiting.
+  for (const auto& p : processes) {
+    if (p->pid == pid && p->start_ticks == stat->start_ticks) return false;
+  }
   auto p = std::make_unique<TrackedProcess>();
   p->pid = pid;
   p->ppid = ppid != 0 ? ppid : static_cast<int>(stat->ppid);
@@ -354,6 +358,17 @@ void ProcessTree::process_exited(int pid, double rusage_maxrss_bytes) {
     p.lifetime_exact = state_->options.reset_peaks ? p.reset_ok : true;
     return;
   }
+  // The root ended before it was ever seen (a program that lives less than a sample): wait4
+  // is all there is (its figure includes the descendants it waited for).
+  if (pid != state_->options.root_pid || std::isnan(rusage_maxrss_bytes)) return;
+  auto p = std::make_unique<TrackedProcess>();
+  p->pid = pid;
+  p->command = "[pid " + std::to_string(pid) + ", ended before it was seen]";
+  p->first_seen_ns = p->gone_ns = now;
+  p->rusage_maxrss = p->lifetime_peak = rusage_maxrss_bytes;
+  p->lifetime_exact = false;
+  p->rusage_only = true;
+  state_->processes.push_back(std::move(p));
 }
 
 std::vector<std::string> ProcessTree::notes() const {
@@ -390,13 +405,14 @@ Attachment ProcessTree::take_summary() {
       s.refresh_command_locked(*p);
     }
     const bool exact = (s.options.reset_peaks ? p->reset_ok : true) && p->lifetime_exact;
+    const char* source = p->rusage_only ? "rusage" : exact ? "exact" : "sampled";
     nlohmann::json item = {{"pid", p->pid},
                            {"ppid", p->ppid},
                            {"command", p->command},
                            {"first_seen_s", (p->first_seen_ns - s.period_start_ns) * 1e-9},
                            {"exited", !p->alive()},
                            {"lifetime_peak_bytes", p->lifetime_peak},
-                           {"lifetime_peak_source", exact ? "exact" : "sampled"},
+                           {"lifetime_peak_source", source},
                            {"rss_bytes", p->alive() ? p->rss_bytes : 0.0}};
     if (!std::isnan(p->rusage_maxrss)) item["rusage_maxrss_bytes"] = p->rusage_maxrss;
     if (!p->reset_error.empty()) item["reset_refused"] = p->reset_error;

@@ -45,6 +45,7 @@ struct TrackedProcess {
   double lifetime_peak = kNaN;     // max of every sample and VmHWM read (and ru_maxrss)
   bool lifetime_exact = true;      // no window of its life was left unread
   double rusage_maxrss = kNaN;     // from process_exited()
+  bool rusage_only = false;        // never seen alive: only wait4's figure is known
   double gpu_peak_bytes = kNaN;    // highest GPU memory NVML reported for it
 
   TrackedProcess() = default;

@@ -2,6 +2,7 @@
 // "figure_parts" (a step's per-process peaks) and "process_tree" (each process's lifetime
 // peak). Data layouts: docs/run.md ("Memory of the process tree").
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 
 #include "genscope/report.hpp"
@@ -34,6 +35,13 @@ std::string padded_bytes(double bytes) {
   return buf;
 }
 
+// "exact", "sampled" or "rusage" (wait4's figure only), padded to one width.
+std::string source_text(const std::string& source) {
+  std::string out = source.empty() ? "sampled" : source;
+  out.resize(std::max<std::size_t>(out.size(), 7), ' ');
+  return out;
+}
+
 std::string cut(const std::string& command) {
   return command.size() > 70 ? command.substr(0, 67) + "..." : command;
 }
@@ -52,7 +60,7 @@ void render_figure_parts_attachment(std::string& out, const Attachment& a, const
     if (!p.is_object()) continue;
     if (shown++ == kMaxRows) break;
     out += indent + "   " + pid_text(p) + padded_bytes(number(p, "peak")) + " " +
-           (text(p, "peak_source") == "exact" ? "exact  " : "sampled") +
+           source_text(text(p, "peak_source")) +
            (p.value("exited", false) ? " (exited)" : "");
     if (!text(p, "command").empty()) out += "  " + cut(text(p, "command"));
     out += "\n";
@@ -88,7 +96,7 @@ void render_process_tree_attachment(std::string& out, const Attachment& a, const
     if (!p.is_object()) continue;
     if (shown++ == kMaxRows) break;
     out += in + pid_text(p) + "lifetime peak" + padded_bytes(number(p, "lifetime_peak_bytes")) +
-           " " + (text(p, "lifetime_peak_source") == "exact" ? "exact  " : "sampled") +
+           " " + source_text(text(p, "lifetime_peak_source")) +
            (p.value("exited", false) ? " (exited)" : "");
     if (p.contains("reset_refused")) out += " [VmHWM reset refused: " + text(p, "reset_refused") + "]";
     out += "  " + cut(text(p, "command")) + "\n";

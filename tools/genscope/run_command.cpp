@@ -104,6 +104,7 @@ void register_run_command(CLI::App& app, CommandContext& context) {
       return;
     }
     tree->set_root(child.pid());
+    session.start(Step::now_ns());
     RunObserver observer(session, *tree, child);
     const int status = child.run(observer);
     session.program_exited(status, Step::now_ns());

@@ -60,6 +60,7 @@ void register_watch_command(CLI::App& app, CommandContext& context) {
     double poll_ms = 100;
   };
   auto o = std::make_shared<Options>();
+  o->watched.runs = "announced";  // a server attached mid-life: its prompts are the runs
   CLI::App* cmd = app.add_subcommand(
       "watch", "Attach to a running program: memory of its process tree, steps from its log");
   cmd->add_option("--pid", o->pid, "The program's process id")->required()->check(CLI::PositiveNumber);
@@ -90,6 +91,7 @@ void register_watch_command(CLI::App& app, CommandContext& context) {
         " while it ran; figures before that are not known; no memory cgroup (the program was "
         "not started by genscope)"};
     WatchSession& session = runs.start_session(tree, notes);
+    session.start(Step::now_ns());
     std::string bytes;
     std::string last_error;
     int stop_signal = 0;

@@ -33,21 +33,30 @@ void warn(const std::string& what) noexcept {
   }
 }
 
-// "peak RAM ..." for the one-line summary: the cgroup's exact lifetime peak when there is
-// one, else the sum of the processes' lifetime peaks (an upper bound of the tree's).
+// The peaks for the one-line summary: the processes' lifetime RSS peak (one process: its
+// own; several: the sum of theirs, an upper bound of the tree's) and the memory cgroup's
+// exact peak when there is one.
 std::string peak_text(const Run& run) {
   for (const Attachment& a : run.attachments) {
     if (a.type != "process_tree" || !a.data.is_object()) continue;
     const auto& d = a.data;
-    if (d.contains("cgroup") && d["cgroup"]["lifetime_peak_bytes"].is_number()) {
-      return "peak RAM " + format_bytes(d["cgroup"]["lifetime_peak_bytes"].get<double>()) +
-             " (cgroup, " + d["cgroup"]["lifetime_peak_source"].get<std::string>() + ")";
-    }
-    if (d["sum_of_lifetime_peaks_bytes"].is_number()) {
+    std::string text;
+    if (d["processes"].is_array() && d["processes"].empty()) {
+      text = "RSS peak unknown (no process lived long enough to be sampled)";
+    } else if (d["sum_of_lifetime_peaks_bytes"].is_number() && d["processes"].is_array()) {
       const std::size_t n = d["processes"].size();
-      return "peak RAM " + format_bytes(d["sum_of_lifetime_peaks_bytes"].get<double>()) +
-             (n == 1 ? " (process lifetime peak)" : " (sum of " + std::to_string(n) + " processes' peaks)");
+      std::string source = "sampled";
+      if (n == 1 && d["processes"][0]["lifetime_peak_source"].is_string())
+        source = d["processes"][0]["lifetime_peak_source"].get<std::string>();
+      text = "RSS peak " + format_bytes(d["sum_of_lifetime_peaks_bytes"].get<double>()) +
+             (n == 1 ? " (" + source + ")" : " (sum of " + std::to_string(n) + " processes' peaks)");
     }
+    if (d.contains("cgroup") && d["cgroup"]["lifetime_peak_bytes"].is_number()) {
+      text += (text.empty() ? "" : ", ") + std::string("cgroup peak ") +
+              format_bytes(d["cgroup"]["lifetime_peak_bytes"].get<double>()) + " (" +
+              d["cgroup"]["lifetime_peak_source"].get<std::string>() + ")";
+    }
+    if (!text.empty()) return text;
   }
   return "peak RAM unknown";
 }
@@ -63,19 +72,25 @@ void add_watched_run_options(CLI::App& cmd, WatchedRunOptions& o) {
       ->allow_extra_args(false);
   cmd.add_option("--recognizers", o.recognizers,
                  "Built-in recognisers, comma-separated, or none (default: comfyui,sdcpp,tqdm,a1111)");
+  cmd.add_option("--runs", o.runs,
+                 "Which runs are recorded: auto (the program, split at announced runs such as "
+                 "ComfyUI prompts), program (one run), announced (only announced runs)")
+      ->check(CLI::IsMember({"auto", "program", "announced"}))
+      ->capture_default_str();
   cmd.add_flag("--no-peak-reset", o.no_peak_reset,
                "Leave each process's VmHWM alone (what getrusage/time -v report): sampled peaks");
   cmd.add_option("--interval", o.interval_ms, "Sampling interval in ms (default 10, >= 1)")
       ->check(CLI::Range(1.0, 10000.0));
   cmd.add_option("--nvml-library", o.nvml_library, "NVML library path (else GENSCOPE_NVML_LIBRARY)");
-  cmd.add_option("--report", o.report_file, "Write the console report(s) to FILE instead of stderr");
+  cmd.add_option("--report", o.report_file,
+                 "Write the console report(s) (or --quiet lines) to FILE instead of stderr");
   cmd.add_option("--out", o.out_dir, "Write each run document to DIR (run.json; run-2.json, ... for more runs)");
   cmd.add_flag("--record", o.record, "Record each run in the history database as it finishes");
   cmd.add_option("--db", o.db, "History database for --record");
   cmd.add_option("--targets", o.targets_file, "Targets file (JSON); each run gets its performance report");
   cmd.add_option("--target", o.target_specs, "Target spec, e.g. sampling.min_it_per_s=4 (repeatable)")
       ->allow_extra_args(false);
-  cmd.add_flag("--quiet", o.quiet, "Print only a one-line summary per run on stderr");
+  cmd.add_flag("--quiet", o.quiet, "Print only a one-line summary per run");
   cmd.add_flag("--plain", o.plain, "ASCII report markers instead of emoji");
 }
 
@@ -134,6 +149,9 @@ WatchSession& WatchedRuns::start_session(std::shared_ptr<ProcessTree> tree,
   wo.run.pipeline.model = options_.model;
   wo.run.labels = parse_labels(options_.labels);
   wo.recognizers = split_list(options_.recognizers);
+  wo.runs = options_.runs == "program"     ? RunScope::kProgram
+            : options_.runs == "announced" ? RunScope::kAnnounced
+                                           : RunScope::kAuto;
   for (const std::string& f : options_.rule_files) wo.rule_files.emplace_back(f);
   wo.on_run_finished = [this](Run&& run) { handle(std::move(run)); };
   session_ = std::make_unique<WatchSession>(*monitor_, std::move(wo));
@@ -185,10 +203,11 @@ void WatchedRuns::emit(Run& run) {
   if (options_.quiet) {
     int failed = 0;
     for (const StepRecord& s : run.steps) failed += s.status == StepStatus::kFailed;
-    std::cerr << "genscope: run " << runs_ << " '" << run.pipeline.name << "' "
+    out << "genscope: run " << runs_ << " '" << run.pipeline.name << "' "
               << format_duration(static_cast<double>(run.duration_ns), options_.plain) << ", "
               << run.steps.size() << " steps (" << failed << " failed), " << peak_text(run)
               << (document.empty() ? "" : ", " + document) << "\n";
+    out.flush();
     return;
   }
   ConsoleOptions co;

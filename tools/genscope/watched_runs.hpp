@@ -24,6 +24,7 @@ struct WatchedRunOptions {
   std::vector<std::string> labels;  // k=v
   std::vector<std::string> rule_files;
   std::string recognizers = "comfyui,sdcpp,tqdm,a1111";
+  std::string runs = "auto";  // auto | program | announced (WatchOptions::runs)
   bool no_peak_reset = false;
   double interval_ms = 10;
   std::string nvml_library;
