@@ -43,10 +43,12 @@ bool process_exists(int pid) {
   return std::filesystem::exists("/proc/" + std::to_string(pid) + "/stat", ec);
 }
 
+// The program's name: its argv[0] without the folder (comm is cut at 15 characters).
 std::string process_name(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
   std::string name;
-  std::getline(in, name);
+  std::getline(in, name, '\0');
+  if (const std::size_t slash = name.rfind('/'); slash != std::string::npos) name.erase(0, slash + 1);
   return name.empty() ? "pid" + std::to_string(pid) : name;
 }
 
@@ -125,6 +127,15 @@ void register_watch_command(CLI::App& app, CommandContext& context) {
     // Not our child: its exit status cannot be read. A watch ended by a signal leaves the
     // program running; its open steps are closed as failed (their end was not seen).
     const int status = stop_signal != 0 ? W_EXITCODE(0, stop_signal) : W_EXITCODE(0, 0);
+    if (stop_signal != 0) {
+      runs.set_ending("watch: stopped by " + std::string(::strsignal(stop_signal)) +
+                          " while this run was open; the program goes on",
+                      "unknown (watch stopped)");
+    } else {
+      runs.set_ending("watch: the program exited while this run was open; genscope cannot read "
+                      "the exit status of a process it did not start",
+                      "unknown (not genscope's child)");
+    }
     session.program_exited(status, Step::now_ns());
     runs.finish();
     if (pidfd >= 0) ::close(pidfd);

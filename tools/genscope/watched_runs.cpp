@@ -167,6 +167,8 @@ void WatchedRuns::handle(Run&& finished) noexcept {
       for (std::string& note : tree_->notes()) run.notes.push_back(std::move(note));
     }
     for (const std::string& note : extra_notes_) run.notes.push_back(note);
+    if (!ending_note_.empty()) run.notes.push_back(ending_note_);
+    if (!ending_exit_label_.empty()) run.labels["watch.exit"] = ending_exit_label_;
     if (has_targets_) run.attachments.push_back(performance_attachment(run, targets_));
     emit(run);
   } catch (const Error& e) {
@@ -215,6 +217,11 @@ void WatchedRuns::emit(Run& run) {
   out << render_console(run, co);
   if (!document.empty()) out << "run document: " << document << "\n";
   out.flush();
+}
+
+void WatchedRuns::set_ending(std::string note, std::string exit_label) {
+  ending_note_ = std::move(note);
+  ending_exit_label_ = std::move(exit_label);
 }
 
 void WatchedRuns::finish() {
