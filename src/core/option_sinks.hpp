@@ -11,7 +11,7 @@
 
 namespace genscope::detail {
 
-/// The sinks that `options` (and the environment: GENSCOPE_LOG) ask for.
+/// The sinks that `options` (and the environment: GENSCOPE_LOG, GENSCOPE_EVENTS_FD) ask for.
 std::vector<std::shared_ptr<Sink>> make_option_sinks(const MonitorOptions& options);
 
 }  // namespace genscope::detail

@@ -1,8 +1,10 @@
-// The sinks a Monitor's options ask for: the text log and the history recorder.
+// The sinks a Monitor's options and environment ask for: the text log, the history recorder,
+// and the event channel to a parent `genscope run` (GENSCOPE_EVENTS_FD).
 #include "core/option_sinks.hpp"
 
 #include <cstdlib>
 
+#include "sinks/event_channel_sink.hpp"
 #include "sinks/history_sink.hpp"
 #include "sinks/log_file_sink.hpp"
 
@@ -16,6 +18,7 @@ std::vector<std::shared_ptr<Sink>> make_option_sinks(const MonitorOptions& optio
   }
   if (!log_path.empty()) sinks.push_back(std::make_shared<LogFileSink>(log_path));
   if (options.record) sinks.push_back(std::make_shared<HistorySink>(options.history_db));
+  if (auto events = make_event_channel_sink_from_env()) sinks.push_back(std::move(events));
   return sinks;
 }
 

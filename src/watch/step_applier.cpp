@@ -168,9 +168,11 @@ void StepApplier::finish_run(std::optional<StepStatus> status, std::string_view 
   announced_active_ = false;
   announced_step_ = 0;
   if (!run_) return;
+  const bool recorded = run_->active();  // false when the monitor is disabled
   Run result = run_->finish();
   run_.reset();
   columns_.clear();
+  if (!recorded) return;
   ++stats_.runs_finished;
   if (options_.on_run_finished) {
     try {

@@ -62,9 +62,9 @@ TqdmRecognizer::TqdmRecognizer(std::vector<std::string> claimed_descs)
 TqdmRecognizer::~TqdmRecognizer() = default;
 
 std::vector<std::string> TqdmRecognizer::anchors() const {
-  // Every frame has a rate "…it/s", "s/it", "?it/s" or "<unit>/s"; "%|" is in every bar
-  // with a total.
-  return {"%|", "it/s]", "s/it]", "it/s,", "s/it,", "/s]"};
+  // "%|" is in every bar with a total; a bar without one ends with its rate "…it/s]" or
+  // "…s/it]" (bars without total that also show a postfix or count bytes are not read).
+  return {"%|", "it/s]", "s/it]"};
 }
 
 void TqdmRecognizer::finish(Bar& bar, StepApplier& applier, std::int64_t ts) {

@@ -181,6 +181,20 @@ TEST(Runs, AFailedProgramFailsItsOpenSteps) {
   EXPECT_EQ(h.runs[0].labels.at("watch.exit"), "status 3");
 }
 
+TEST(Runs, ADisabledMonitorRecordsNothingAndBreaksNothing) {
+  MonitorOptions mo = testing::quiet_monitor_options();
+  mo.enabled = false;
+  Harness h({}, mo);
+  const std::int64_t t0 = Step::now_ns();
+  h.session.output(2, "got prompt\nRequested to load SDXL\n", t0);
+  h.session.event_line(R"({"event":"begin","name":"x"})", t0 + 1);
+  h.session.output(2, "loaded completely; 1.00 MB usable, 1.00 MB loaded, full load: True\nPrompt executed in 1.00 seconds\n", t0 + 2);
+  h.session.program_exited(0, t0 + 3);
+  EXPECT_TRUE(h.runs.empty());
+  EXPECT_EQ(h.session.stats().runs_finished, 0u);
+  EXPECT_EQ(h.session.stats().recognized_lines, 4u);
+}
+
 TEST(Merging, AForwardedStepAndABarOfTheSameKindAreOneStep) {
   Harness h;
   const std::int64_t t0 = Step::now_ns();

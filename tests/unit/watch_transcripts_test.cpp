@@ -148,6 +148,12 @@ TEST(Transcripts, ComfyUIOld) { check_transcript("comfyui_old", 1.0 / 1000); }
 TEST(Transcripts, StableDiffusionCpp) { check_transcript("sdcpp_new", 1.0 / 50); }
 TEST(Transcripts, StableDiffusionCppOld) { check_transcript("sdcpp_old", 1.0 / 50); }
 TEST(Transcripts, Forge) { check_transcript("forge", 1.0 / 50); }
+TEST(Transcripts, RuleFile) {
+  WatchOptions o;
+  o.recognizers = {};
+  o.rule_files = {std::string(GENSCOPE_SOURCE_DIR) + "/tests/fixtures/rules/mygen.rules.json"};
+  check_transcript("mygen", 1.0 / 20, o);
+}
 
 }  // namespace
 }  // namespace genscope
