@@ -153,6 +153,36 @@ assert maxrss >= m["before"] + 96 * MiB, (maxrss, m)  # getrusage() sees the spi
 assert any("--no-peak-reset" in n for n in r["notes"]), r["notes"]
 PY
 
+# --- GPU through the fake NVML: the tree's pids, next to device-wide figures ----------------
+cat > "$tmp/nvml.json" <<JSON
+{"driver_version": "550.54.15",
+ "devices": [{"name": "Fake H100", "uuid": "GPU-fake-0", "total": 85899345920,
+              "used": [40000000000], "processes": [{"pid_file": "$tmp/gpu.pid", "used": 1500000000},
+                                                  {"pid": 1, "used": 7000000000}]}]}
+JSON
+cat > "$tmp/gpu.sh" <<SH
+#!/bin/sh
+echo \$\$ > "$tmp/gpu.pid"
+printf '%s\n' '{"event":"begin","kind":"sampling","name":"on gpu"}' >&"\$GENSCOPE_EVENTS_FD"
+sleep 0.3
+printf '%s\n' '{"event":"end"}' >&"\$GENSCOPE_EVENTS_FD"
+SH
+chmod +x "$tmp/gpu.sh"
+GENSCOPE_FAKE_NVML_SCENARIO="$tmp/nvml.json" GENSCOPE_NVML_LIBRARY="$GENSCOPE_FAKE_NVML" \
+  run --plain --out "$tmp/gpu" --report "$tmp/gpu.txt" -- "$tmp/gpu.sh"
+grep -q "GPU 0 memory used (whole device)" "$tmp/gpu.txt" || fail "device-wide GPU label"
+grep -q "GPU 0 memory used by the process tree" "$tmp/gpu.txt" || fail "tree GPU label"
+$py - "$tmp/gpu/run.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = [s for s in r["steps"] if s["name"] == "on gpu"][0]
+m = {x["name"]: x for x in s["metrics"]}
+assert m["gpu0.tree_used_bytes"]["peak"] == 1.5e9, m["gpu0.tree_used_bytes"]  # pid 1 is not ours
+assert m["gpu0.used_bytes"]["peak"] == 4e10, m["gpu0.used_bytes"]  # the whole device
+parts = [a for a in s["attachments"] if a["type"] == "figure_parts" and a["name"] == "gpu0.tree_used_bytes"]
+assert parts and parts[0]["data"]["parts"][0]["peak"] == 1.5e9, parts
+PY
+
 # --- outputs: --quiet, --record/--db, --targets ---------------------------------------------
 run --quiet --record --db "$tmp/h.db" --pipeline pt --targets "$src/tests/fixtures/targets/good_wildcard.json" \
   --out "$tmp/rec" -- "$tmp/events.sh" > /dev/null 2> "$tmp/quiet.err" || true
