@@ -20,6 +20,7 @@
 //   test_child ignore-sigint MS  ignores SIGINT, prints "ready", sleeps MS ms, exits 0
 //   test_child events            writes a begin/iteration/end step on $GENSCOPE_EVENTS_FD
 //   test_child spin MS           burns CPU for MS ms (benchmarks)
+//   test_child work ROUNDS       a fixed amount of CPU work; prints "work_ns N" (benchmarks)
 //   test_child tree-events MiB   event begin "spike", grandchild spike of MiB for a few ms
 //                                (alive until after the step's end event), end; exits 0
 #include <dirent.h>
@@ -184,6 +185,18 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 3; ++i) event(R"({"event":"iteration"})");
     event(R"({"event":"end"})");
     return 0;
+  }
+  if (mode == "work" && argc > 2) {  // a fixed amount of CPU work; prints the ns it took
+    const long rounds = std::atol(argv[2]);
+    const auto start = std::chrono::steady_clock::now();
+    volatile std::uint64_t x = 1;
+    for (long r = 0; r < rounds; ++r) {
+      for (int i = 0; i < 100000; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
+    }
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now() - start);
+    std::printf("work_ns %lld\n", static_cast<long long>(ns.count()));
+    return static_cast<int>(x & 0);
   }
   if (mode == "spin" && argc > 2) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::atol(argv[2]));
