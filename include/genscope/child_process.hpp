@@ -33,6 +33,10 @@ struct ChildOptions {
   bool event_channel = true;      ///< Create the GENSCOPE_EVENTS_FD pipe.
   std::filesystem::path cgroup;   ///< A cgroup directory the program joins before exec.
   bool adopt_orphans = true;      ///< Become the child subreaper (descendants stay ours).
+  /// When the program's stdout ends (it and every descendant closed it), point this
+  /// process's stdout at /dev/null, so a reader of it (`| tee log`) sees the end then, not
+  /// when genscope exits. For callers that write nothing to stdout themselves.
+  bool release_stdout = true;
   /// After the program exited, how long output from descendants that still hold its pipes
   /// keeps being passed on once it goes quiet.
   std::chrono::milliseconds drain_quiet{500};

@@ -331,6 +331,14 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
     const std::int64_t now = steady_ns();
     if (n <= 0) {
       if (stream == 0) deliver_events({}, now, true);
+      if (stream == 1 && m.options.release_stdout) {
+        // CMD's stdout ended: so does ours for whoever reads it (fd 1 stays valid).
+        const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null >= 0) {
+          ::dup2(null, 1);
+          ::close(null);
+        }
+      }
       return false;
     }
     last_data_ns = now;

@@ -20,12 +20,13 @@
 //   test_child ignore-sigint MS  ignores SIGINT, prints "ready", sleeps MS ms, exits 0
 //   test_child events            writes a begin/iteration/end step on $GENSCOPE_EVENTS_FD
 //   test_child spin MS           burns CPU for MS ms (benchmarks)
-//   test_child work ROUNDS       a fixed amount of CPU work; prints "work_ns N" (benchmarks)
+//   test_child work ROUNDS       a fixed amount of CPU work; prints "work_ns N cpu_ns C"
 //   test_child tree-events MiB   event begin "spike", grandchild spike of MiB for a few ms
 //                                (alive until after the step's end event), end; exits 0
 #include <dirent.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -195,7 +196,11 @@ int main(int argc, char** argv) {
     }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::steady_clock::now() - start);
-    std::printf("work_ns %lld\n", static_cast<long long>(ns.count()));
+    rusage self{};
+    ::getrusage(RUSAGE_SELF, &self);
+    const double cpu = double(self.ru_utime.tv_sec + self.ru_stime.tv_sec) * 1e9 +
+                       double(self.ru_utime.tv_usec + self.ru_stime.tv_usec) * 1e3;
+    std::printf("work_ns %lld cpu_ns %.0f\n", static_cast<long long>(ns.count()), cpu);
     return static_cast<int>(x & 0);
   }
   if (mode == "spin" && argc > 2) {

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "command.hpp"
+#include "genscope/buffered_observer.hpp"
 #include "genscope/child_process.hpp"
 #include "genscope/error.hpp"
 #include "genscope/memory_cgroup.hpp"
@@ -106,10 +107,20 @@ void register_run_command(CLI::App& app, CommandContext& context) {
     tree->set_root(child.pid());
     session.start(Step::now_ns());
     RunObserver observer(session, *tree, child);
-    const int status = child.run(observer);
+    // CMD's output is passed on at once; the session reads it on its own thread.
+    BufferedObserver buffered(observer);
+    const int status = child.run(buffered);
+    buffered.finish();
+    if (const std::uint64_t dropped = buffered.dropped_bytes(); dropped > 0) {
+      const std::string note = std::to_string(dropped) +
+                               " bytes of CMD's output were passed on but not read for steps "
+                               "(CMD wrote faster than they could be matched)";
+      std::cerr << "genscope: warning: " << note << "\n";
+      runs.set_ending(note);
+    }
     session.program_exited(status, Step::now_ns());
-    if (!child.observer_error().empty())
-      std::cerr << "genscope: warning: monitoring stopped early: " << child.observer_error() << "\n";
+    if (!buffered.inner_error().empty())
+      std::cerr << "genscope: warning: monitoring stopped early: " << buffered.inner_error() << "\n";
     runs.finish();
     if (cgroup) {
       if (const std::string error = cgroup->remove(); !error.empty())

@@ -167,7 +167,7 @@ void WatchedRuns::handle(Run&& finished) noexcept {
       for (std::string& note : tree_->notes()) run.notes.push_back(std::move(note));
     }
     for (const std::string& note : extra_notes_) run.notes.push_back(note);
-    if (!ending_note_.empty()) run.notes.push_back(ending_note_);
+    for (const std::string& note : ending_notes_) run.notes.push_back(note);
     if (!ending_exit_label_.empty()) run.labels["watch.exit"] = ending_exit_label_;
     if (has_targets_) run.attachments.push_back(performance_attachment(run, targets_));
     emit(run);
@@ -220,8 +220,8 @@ void WatchedRuns::emit(Run& run) {
 }
 
 void WatchedRuns::set_ending(std::string note, std::string exit_label) {
-  ending_note_ = std::move(note);
-  ending_exit_label_ = std::move(exit_label);
+  if (!note.empty()) ending_notes_.push_back(std::move(note));
+  if (!exit_label.empty()) ending_exit_label_ = std::move(exit_label);
 }
 
 void WatchedRuns::finish() {

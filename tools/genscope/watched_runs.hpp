@@ -52,8 +52,9 @@ class WatchedRuns {
                               std::vector<std::string> extra_notes = {});
   WatchSession* session() noexcept { return session_.get(); }
   /// For runs finished from now on (the one the program's end closes): a note, and the
-  /// `watch.exit` label replaced (genscope watch cannot read a non-child's exit status).
-  void set_ending(std::string note, std::string exit_label);
+  /// `watch.exit` label replaced when `exit_label` is not empty (genscope watch cannot read
+  /// a non-child's exit status).
+  void set_ending(std::string note, std::string exit_label = {});
   /// Runs finished so far.
   int runs() const noexcept { return runs_; }
   /// Ends the session and the monitor (after WatchSession::program_exited()).
@@ -68,7 +69,8 @@ class WatchedRuns {
   Targets targets_;
   bool has_targets_ = false;
   std::vector<std::string> extra_notes_;
-  std::string ending_note_, ending_exit_label_;
+  std::vector<std::string> ending_notes_;
+  std::string ending_exit_label_;
   std::shared_ptr<ProcessTree> tree_;
   std::unique_ptr<Monitor> monitor_;
   std::unique_ptr<WatchSession> session_;
