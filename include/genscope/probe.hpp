@@ -8,6 +8,7 @@
 
 #include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +31,16 @@ struct ProbeStatus {
   static ProbeStatus not_present(std::string reason) { return {std::move(reason), true}; }
 };
 
+/// One item's share of a probe figure, e.g. one process of a process tree: its highest value
+/// since the previous Probe::read_parts() call.
+struct FigurePart {
+  std::string metric;   ///< The column it details, e.g. "tree.rss_bytes".
+  std::string key;      ///< Identity of the item within the run, e.g. "pid 4242 @ 1234567".
+  nlohmann::json info;  ///< What identifies it for people, e.g. {"pid": 4242, "command": "python3"}.
+  double peak = std::numeric_limits<double>::quiet_NaN();  ///< Highest value since the previous call.
+  bool exact = false;   ///< The peak is a kernel high-water mark, not a sampled maximum.
+};
+
 /// A source of named figures (RAM, VRAM, allocator counters, ...).
 class Probe {
  public:
@@ -43,12 +54,23 @@ class Probe {
   /// Writes the current value of every metric into `out` (size == metrics().size()).
   virtual ProbeStatus sample(std::span<double> out) = 0;
   /// Writes the exact peak since the last reset for metrics with exact_peak, NaN otherwise.
+  /// NaN (or a failure) for an exact metric means this window's exact peak is unknown: the
+  /// steps open during it report that metric's sampled peak instead.
   virtual ProbeStatus read_peaks(std::span<double> out) {
     for (double& v : out) v = std::numeric_limits<double>::quiet_NaN();
     return {};
   }
   /// Restarts the exact peaks from the current values.
   virtual ProbeStatus reset_peaks() { return {}; }
+  /// True when read_parts() reports per-item parts (the monitor skips it otherwise).
+  virtual bool has_parts() const { return false; }
+  /// Per-item parts of this probe's figures (one per process of a tree) with their highest
+  /// value since the previous call. The monitor calls it at every step boundary, keeps each
+  /// item's maximum per step and attaches them to the step ("figure_parts").
+  virtual ProbeStatus read_parts(std::vector<FigurePart>& out) {
+    out.clear();
+    return {};
+  }
   /// True when calls may block for a long time (a driver); such probes are called on a
   /// worker thread with a timeout so a hang never stalls the pipeline.
   virtual bool may_block() const { return false; }

@@ -123,6 +123,7 @@ ActiveRun Monitor::start_run(RunOptions options) {
     p.first = columns.size();
     p.count = slot->metrics().size();
     p.exact = slot->has_exact_peaks();
+    p.parts = slot->has_parts();
     columns.insert(columns.end(), slot->metrics().begin(), slot->metrics().end());
     for (GpuInfo& g : slot->gpus()) gpus.push_back(std::move(g));
     opened.push_back(slot->name());

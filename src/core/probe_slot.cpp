@@ -127,6 +127,7 @@ ProbeStatus ProbeSlot::open() {
   opened_ok_ = status.ok();
   if (opened_ok_) {
     for (const MetricInfo& m : probe_->metrics()) has_exact_peaks_ = has_exact_peaks_ || m.exact_peak;
+    has_parts_ = probe_->has_parts();
   }
   return status;
 }
@@ -152,6 +153,15 @@ ProbeStatus ProbeSlot::read_peaks(std::span<double> out) {
 
 ProbeStatus ProbeSlot::reset_peaks() {
   return call([](Probe& p) { return p.reset_peaks(); });
+}
+
+ProbeStatus ProbeSlot::read_parts(std::vector<FigurePart>& out) {
+  // Filled on the worker (a blocking probe's call may outlive this frame): shared result.
+  auto result = std::make_shared<std::vector<FigurePart>>();
+  const ProbeStatus status = call([result](Probe& p) { return p.read_parts(*result); });
+  out.clear();
+  if (status.ok()) out = std::move(*result);  // a timed-out call may still be writing it
+  return status;
 }
 
 }  // namespace genscope::detail

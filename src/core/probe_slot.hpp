@@ -30,12 +30,14 @@ class ProbeSlot {
   bool is_open() const noexcept { return opened_ok_; }
   const std::vector<MetricInfo>& metrics() const { return probe_->metrics(); }
   bool has_exact_peaks() const noexcept { return has_exact_peaks_; }
+  bool has_parts() const noexcept { return has_parts_; }
   std::string name() const { return name_; }
   std::vector<GpuInfo> gpus();
 
   ProbeStatus sample(std::span<double> out);
   ProbeStatus read_peaks(std::span<double> out);
   ProbeStatus reset_peaks();
+  ProbeStatus read_parts(std::vector<FigurePart>& out);
 
  private:
   ProbeStatus call(const std::function<ProbeStatus(Probe&)>& fn);
@@ -49,6 +51,7 @@ class ProbeSlot {
   bool open_attempted_ = false;
   bool opened_ok_ = false;
   bool has_exact_peaks_ = false;
+  bool has_parts_ = false;
   ProbeStatus open_status_;
   std::shared_ptr<Worker> worker_;  // only for may_block() probes
 };

@@ -45,16 +45,40 @@ void RunState::fold_exact_peaks() {
     peaks.assign(p.count, kNaN);
     const ProbeStatus status = p.slot->read_peaks(peaks);
     std::lock_guard lock(mutex);
-    if (!status.ok()) {
-      add_error_locked(p.slot->name(), status.error, {});
-      continue;
-    }
+    if (!status.ok()) add_error_locked(p.slot->name(), status.error, {});
     for (StepState* s : open_steps) {
       for (std::size_t i = 0; i < p.count; ++i) {
         const std::size_t c = p.first + i;
-        const double v = peaks[i];
-        if (!s->exact_valid[c] || std::isnan(v)) continue;
-        if (std::isnan(s->exact_peak[c]) || v > s->exact_peak[c]) s->exact_peak[c] = v;
+        if (!s->exact_valid[c]) continue;
+        const double v = status.ok() ? peaks[i] : kNaN;
+        // A window whose exact peak is unknown leaves the step with its sampled peak.
+        if (std::isnan(v)) {
+          s->exact_valid[c] = 0;
+        } else if (std::isnan(s->exact_peak[c]) || v > s->exact_peak[c]) {
+          s->exact_peak[c] = v;
+        }
+      }
+    }
+  }
+}
+
+void RunState::fold_parts() {
+  std::vector<FigurePart> parts;
+  for (RunProbe& p : probes) {
+    if (!p.parts) continue;
+    const ProbeStatus status = p.slot->read_parts(parts);
+    std::lock_guard lock(mutex);
+    if (!status.ok()) add_error_locked(p.slot->name(), status.error, {});
+    for (const FigurePart& part : parts) {
+      if (std::isnan(part.peak)) continue;
+      const std::string key = part.metric + '\n' + part.key;
+      for (StepState* s : open_steps) {
+        auto [it, inserted] = s->parts.try_emplace(key, part);
+        if (inserted) continue;
+        FigurePart& kept = it->second;
+        if (std::isnan(kept.peak) || part.peak > kept.peak) kept.peak = part.peak;
+        kept.exact = kept.exact && part.exact;
+        if (!part.info.is_null()) kept.info = part.info;
       }
     }
   }
@@ -110,6 +134,33 @@ void RunState::finalize_locked(StepState& step, const std::vector<double>& after
   }
   for (MetricFigures& m : step.extra_metrics) r.metrics.push_back(std::move(m));
   step.extra_metrics.clear();
+  attach_parts_locked(step);
+}
+
+void RunState::attach_parts_locked(StepState& step) {
+  if (step.parts.empty()) return;
+  // One attachment per detailed column, items by decreasing peak.
+  std::map<std::string, std::vector<const FigurePart*>> by_metric;
+  for (const auto& [key, part] : step.parts) by_metric[part.metric].push_back(&part);
+  for (auto& [metric, parts] : by_metric) {
+    std::stable_sort(parts.begin(), parts.end(),
+                     [](const FigurePart* a, const FigurePart* b) { return a->peak > b->peak; });
+    Unit unit = Unit::kBytes;
+    for (const MetricInfo& c : columns) {
+      if (c.name == metric) unit = c.unit;
+    }
+    nlohmann::json items = nlohmann::json::array();
+    for (const FigurePart* part : parts) {
+      nlohmann::json item = part->info.is_object() ? part->info : nlohmann::json::object();
+      item["peak"] = part->peak;
+      item["peak_source"] = part->exact ? "exact" : "sampled";
+      items.push_back(std::move(item));
+    }
+    step.record.attachments.push_back(
+        {"figure_parts", metric,
+         {{"metric", metric}, {"unit", std::string(to_string(unit))}, {"parts", std::move(items)}}});
+  }
+  step.parts.clear();
 }
 
 std::vector<MetricFigures> RunState::sampled_figures_locked(std::int64_t start_ns,

@@ -36,6 +36,8 @@ struct StepState {
   std::vector<std::int64_t> sampled_peak_offset_ns;
   std::vector<double> exact_peak;     // folded high-water marks; NaN when none
   std::vector<char> exact_valid;      // the high-water mark was reset at this step's start
+                                      // and every window since had a known exact peak
+  std::map<std::string, FigurePart> parts;  // per-item maxima, keyed by metric + '\n' + key
   bool open = true;
   int samples = 0;                    // sampler rows taken while open
   std::vector<MetricFigures> extra_metrics;  // Step::add_metric(), listed after the probes'
@@ -51,6 +53,7 @@ struct RunProbe {
   std::size_t first = 0;  // first column
   std::size_t count = 0;
   bool exact = false;     // has exact-peak metrics
+  bool parts = false;     // reports per-item parts (Probe::read_parts)
   bool reset_refused_noted = false;
 };
 
@@ -92,10 +95,15 @@ struct RunState {
   /// Reads exact peaks of every exact probe and folds them into all open steps.
   /// Lock not held on entry.
   void fold_exact_peaks();
+  /// Reads the per-item parts of every probe that has them and folds them into all open
+  /// steps (parts seen while no step is open are dropped). Lock not held on entry.
+  void fold_parts();
   /// Updates sampled peaks of all open steps with a row taken at `now_ns`. Caller holds mutex.
   void update_sampled_peaks_locked(const std::vector<double>& row, std::int64_t now_ns);
   /// Converts a step's state into its finished record. Caller holds mutex.
   void finalize_locked(StepState& step, const std::vector<double>& after, std::int64_t end_ns);
+  /// Adds the step's per-item parts as "figure_parts" attachments. Caller holds mutex.
+  void attach_parts_locked(StepState& step);
   /// Figures of every column over [start, end] (steady clock) from the stored samples, for
   /// a step timed elsewhere (ActiveRun::add_step). Caller holds mutex.
   std::vector<MetricFigures> sampled_figures_locked(std::int64_t start_ns,

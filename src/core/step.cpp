@@ -82,6 +82,7 @@ Step ActiveRun::step(StepKind kind, std::string_view name, const char* source) {
       // before the reset. A top-level step skips that read.
       std::lock_guard peaks(run.peak_mutex);
       if (run.open_count.load(std::memory_order_acquire) > 0) run.fold_exact_peaks();
+      run.fold_parts();  // also ends the parts' window of a top-level step's predecessor
       for (detail::RunProbe& p : run.probes) {
         if (!p.exact) continue;
         const ProbeStatus status = p.slot->reset_peaks();
@@ -231,6 +232,7 @@ void Step::end() noexcept {
     {
       std::lock_guard peaks(run->peak_mutex);  // see ActiveRun::step
       run->fold_exact_peaks();
+      run->fold_parts();
     }
     std::vector<double> after;
     run->sample_all(after);

@@ -30,7 +30,7 @@ double capacity_for(const Run& run, const StepRecord& step, const std::string& m
       if (g.index == index && g.total_bytes > 0) return g.total_bytes;
     return kNaN;
   }
-  if (metric == "system.used_bytes" || metric == "process.rss_bytes") {
+  if (metric == "system.used_bytes" || detail::is_program_rss(metric)) {
     const double t = detail::step_metric_max(step, "system.total_bytes");
     if (!std::isnan(t)) return t;
     return run.host.ram_bytes > 0 ? run.host.ram_bytes : kNaN;
@@ -43,7 +43,7 @@ void headroom(const Run& run, std::vector<Diagnostic>& out) {
   std::map<std::string, std::pair<const StepRecord*, double>> worst;
   for (const auto& s : run.steps)
     for (const auto& m : s.metrics) {
-      if (m.name.find("used_bytes") == std::string::npos && m.name != "process.rss_bytes")
+      if (m.name.find("used_bytes") == std::string::npos && !detail::is_program_rss(m.name))
         continue;
       const double peak = detail::step_metric_max(s, m.name);
       if (std::isnan(peak)) continue;

@@ -75,9 +75,18 @@ double step_gpu_peak(const StepRecord& step) {
   return best;
 }
 
+bool is_program_rss(std::string_view metric) noexcept {
+  return metric == "process.rss_bytes" || metric == "tree.rss_bytes";
+}
+
+double step_rss_max(const StepRecord& step) {
+  const double own = step_metric_max(step, "process.rss_bytes");
+  return std::isnan(own) ? step_metric_max(step, "tree.rss_bytes") : own;
+}
+
 double step_memory_peak(const StepRecord& step) {
   const double gpu = step_gpu_peak(step);
-  return std::isnan(gpu) ? step_metric_max(step, "process.rss_bytes") : gpu;
+  return std::isnan(gpu) ? step_rss_max(step) : gpu;
 }
 
 Architecture run_architecture(const Run& run) {

@@ -19,6 +19,11 @@ double step_metric_max(const StepRecord& step, std::string_view metric);
 double run_metric_max(const Run& run, std::string_view metric);
 /// Highest GPU used memory ("gpu<i>.used_bytes", max over GPUs) of a step; NaN when absent.
 double step_gpu_peak(const StepRecord& step);
+/// True for the RAM figure of the monitored program: "process.rss_bytes" (in-process) or
+/// "tree.rss_bytes" (a program watched by genscope run/watch: its whole process tree).
+bool is_program_rss(std::string_view metric) noexcept;
+/// Highest program RAM (process.rss_bytes, else tree.rss_bytes) of a step; NaN when absent.
+double step_rss_max(const StepRecord& step);
 /// The peak used for memory comparisons: GPU used memory, else process RSS.
 double step_memory_peak(const StepRecord& step);
 /// The architecture of a run: pipeline.architecture, else detected from model snapshots.

@@ -44,7 +44,7 @@ void UsageTracker::record_run(const Run& run) {
         after = std::isnan(after) ? m.after : std::max(after, m.after);
     if (std::isnan(after))
       for (const auto& m : last->metrics)
-        if (m.name == "process.rss_bytes") after = m.after;
+        if (detail::is_program_rss(m.name)) after = m.after;
     current = after;
   }
   if (loading_ns > 0) record_initialization(loading_ns);

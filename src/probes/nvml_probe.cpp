@@ -13,6 +13,8 @@
 //   gpu<i>.power_watts            (mW / 1000, a ~1 s average)       nvmlDeviceGetPowerUsage
 //   gpu<i>.sm_clock_hertz  memory_clock_hertz   (MHz × 1e6)         nvmlDeviceGetClockInfo
 //   gpu<i>.process_used_bytes     (this pid)   nvmlDeviceGetComputeRunningProcesses_v3
+//     or, scoped to a ProcessTree: gpu<i>.tree_used_bytes (the tree's pids), and each pid's
+//     bytes as figure parts (highest value sampled since the previous read_parts()).
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -23,11 +25,13 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <type_traits>
 
 #include "genscope/probe.hpp"
+#include "genscope/process_tree.hpp"
 #include "probes/nvml_api.hpp"
 
 namespace genscope {
@@ -92,7 +96,8 @@ struct MemoryFigures {
 
 class NvmlProbe final : public Probe {
  public:
-  explicit NvmlProbe(std::string library_path) : library_path_(std::move(library_path)) {}
+  NvmlProbe(std::string library_path, std::shared_ptr<const ProcessTree> scope)
+      : library_path_(std::move(library_path)), scope_(std::move(scope)) {}
   ~NvmlProbe() override {
     if (initialized_) api_.shutdown();
   }
@@ -101,18 +106,22 @@ class NvmlProbe final : public Probe {
   const std::vector<MetricInfo>& metrics() const override { return metrics_; }
   bool may_block() const override { return true; }
   std::vector<GpuInfo> gpus() const override { return gpus_; }
+  bool has_parts() const override { return scope_ != nullptr; }
 
   ProbeStatus open() override;
   ProbeStatus sample(std::span<double> out) override;
+  ProbeStatus read_parts(std::vector<FigurePart>& out) override;
 
  private:
   ProbeStatus load_library();
   std::string error_text(nvmlReturn_t rc) const;
   nvmlReturn_t query_memory(nvmlDevice_t device, MemoryFigures& out);
-  nvmlReturn_t query_process_bytes(nvmlDevice_t device, double& out);
+  nvmlReturn_t query_process_bytes(std::size_t d, nvmlDevice_t device, double& out);
+  bool lock_briefly(std::unique_lock<std::mutex>& lock);
   void note_failure(std::size_t device, Call call, nvmlReturn_t rc, std::string& errors);
 
   std::string library_path_;
+  std::shared_ptr<const ProcessTree> scope_;  // null: this process's own GPU memory
   NvmlApi api_;
   bool initialized_ = false;
   bool memory_v1_ = false;  // v2 missing or refused: reserved_bytes is NaN
@@ -123,6 +132,8 @@ class NvmlProbe final : public Probe {
   std::mutex mutex_;                       // sample() state below
   std::vector<std::uint8_t> unsupported_;  // [device * kCallCount + call]
   std::vector<nvmlProcessInfo_t> processes_;
+  // Scoped: per device, each tree pid's highest bytes since the previous read_parts().
+  std::vector<std::map<unsigned, double>> pid_peaks_;
   std::string open_errors_;
 };
 
@@ -223,10 +234,14 @@ ProbeStatus NvmlProbe::open() {
     device_indices_.push_back(i);
     gpus_.push_back(std::move(info));
     const std::string prefix = "gpu" + std::to_string(i) + ".";
-    for (std::size_t f = 0; f < kFiguresPerDevice; ++f)
-      metrics_.push_back({prefix + kFigureNames[f], kFigureUnits[f], false});
+    for (std::size_t f = 0; f < kFiguresPerDevice; ++f) {
+      const bool tree = scope_ != nullptr && f == kFiguresPerDevice - 1;
+      metrics_.push_back({prefix + (tree ? "tree_used_bytes" : kFigureNames[f]), kFigureUnits[f],
+                          false});
+    }
   }
   unsupported_.assign(devices_.size() * kCallCount, 0);
+  pid_peaks_.assign(devices_.size(), {});
   if (devices_.empty()) return ProbeStatus::failure("no usable GPU: " + errors);
   open_errors_ = std::move(errors);  // non-fatal: returned with the first sample
   return {};
@@ -252,7 +267,7 @@ nvmlReturn_t NvmlProbe::query_memory(nvmlDevice_t device, MemoryFigures& out) {
   return rc;
 }
 
-nvmlReturn_t NvmlProbe::query_process_bytes(nvmlDevice_t device, double& out) {
+nvmlReturn_t NvmlProbe::query_process_bytes(std::size_t d, nvmlDevice_t device, double& out) {
   if (!api_.get_processes) return NVML_ERROR_FUNCTION_NOT_FOUND;
   unsigned count = 0;
   nvmlReturn_t rc = api_.get_processes(device, &count, nullptr);  // sizes the array
@@ -262,9 +277,25 @@ nvmlReturn_t NvmlProbe::query_process_bytes(nvmlDevice_t device, double& out) {
     rc = api_.get_processes(device, &count, processes_.data());
   }
   if (rc != NVML_SUCCESS) return rc;
+  out = 0;
+  if (scope_ != nullptr) {
+    // The tree's processes; a pid NVML cannot measure (NOT_AVAILABLE) makes the sum unknown.
+    for (unsigned k = 0; k < count && k < processes_.size(); ++k) {
+      const unsigned pid = processes_[k].pid;
+      if (!scope_->contains(static_cast<int>(pid))) continue;
+      const unsigned long long bytes = processes_[k].usedGpuMemory;
+      if (bytes == NVML_VALUE_NOT_AVAILABLE) {
+        out = kNaN;
+        continue;
+      }
+      out += double(bytes);
+      double& peak = pid_peaks_[d][pid];
+      if (!(peak >= double(bytes))) peak = double(bytes);
+    }
+    return NVML_SUCCESS;
+  }
   // NVML lists host PIDs; inside a PID namespace getpid() differs and this reads 0.
   const unsigned self = static_cast<unsigned>(::getpid());
-  out = 0;
   for (unsigned k = 0; k < count && k < processes_.size(); ++k) {
     if (processes_[k].pid != self) continue;
     const unsigned long long bytes = processes_[k].usedGpuMemory;
@@ -292,12 +323,8 @@ ProbeStatus NvmlProbe::sample(std::span<double> out) {
   // Polled try_lock rather than timed_mutex::try_lock_for: the latter goes through
   // pthread_mutex_clocklock, which ThreadSanitizer (GCC 12) does not intercept.
   std::unique_lock lock(mutex_, std::defer_lock);
-  const auto give_up = std::chrono::steady_clock::now() + kBusyWait;
-  while (!lock.try_lock()) {
-    if (std::chrono::steady_clock::now() >= give_up)
-      return ProbeStatus::failure("nvml probe: an earlier sample() is still in the driver");
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  if (!lock_briefly(lock))
+    return ProbeStatus::failure("nvml probe: an earlier sample() is still in the driver");
   std::string errors = std::move(open_errors_);
   open_errors_.clear();
   for (std::size_t d = 0; d < devices_.size(); ++d) {
@@ -347,7 +374,7 @@ ProbeStatus NvmlProbe::sample(std::span<double> out) {
         note_failure(d, kMemClock, rc, errors);
     }
     if (!skip[kProcesses]) {
-      if (nvmlReturn_t rc = query_process_bytes(device, v[10]); rc != NVML_SUCCESS) {
+      if (nvmlReturn_t rc = query_process_bytes(d, device, v[10]); rc != NVML_SUCCESS) {
         v[10] = kNaN;
         note_failure(d, kProcesses, rc, errors);
       }
@@ -356,10 +383,45 @@ ProbeStatus NvmlProbe::sample(std::span<double> out) {
   return errors.empty() ? ProbeStatus{} : ProbeStatus::failure(std::move(errors));
 }
 
+bool NvmlProbe::lock_briefly(std::unique_lock<std::mutex>& lock) {
+  const auto give_up = std::chrono::steady_clock::now() + kBusyWait;
+  while (!lock.try_lock()) {
+    if (std::chrono::steady_clock::now() >= give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+ProbeStatus NvmlProbe::read_parts(std::vector<FigurePart>& out) {
+  out.clear();
+  if (scope_ == nullptr) return {};
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (!lock_briefly(lock))
+    return ProbeStatus::failure("nvml probe: an earlier sample() is still in the driver");
+  for (std::size_t d = 0; d < pid_peaks_.size(); ++d) {
+    const std::string metric = "gpu" + std::to_string(device_indices_[d]) + ".tree_used_bytes";
+    for (const auto& [pid, bytes] : pid_peaks_[d]) {
+      FigurePart part;
+      part.metric = metric;
+      part.key = "pid " + std::to_string(pid);
+      part.info = {{"pid", pid}};
+      part.peak = bytes;
+      out.push_back(std::move(part));
+    }
+    pid_peaks_[d].clear();
+  }
+  return {};
+}
+
 }  // namespace
 
 std::unique_ptr<Probe> make_nvml_probe(std::string library_path) {
-  return std::make_unique<NvmlProbe>(std::move(library_path));
+  return std::make_unique<NvmlProbe>(std::move(library_path), nullptr);
+}
+
+std::unique_ptr<Probe> make_nvml_probe(std::string library_path,
+                                       std::shared_ptr<const ProcessTree> scope) {
+  return std::make_unique<NvmlProbe>(std::move(library_path), std::move(scope));
 }
 
 }  // namespace genscope

@@ -83,6 +83,33 @@ std::optional<std::uint64_t> parse_kb_field(std::string_view text, std::string_v
   return std::nullopt;
 }
 
+std::optional<ProcStat> parse_proc_stat(std::string_view text) noexcept {
+  const std::size_t open = text.find('(');
+  const std::size_t close = text.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open)
+    return std::nullopt;
+  ProcStat stat;
+  stat.comm = text.substr(open + 1, close - open - 1);
+  // ") S ppid ...": field 3 is the state, then numeric fields 4.. (some may be negative).
+  std::size_t pos = close + 1;
+  if (pos + 2 >= text.size() || text[pos] != ' ') return std::nullopt;
+  stat.state = text[pos + 1];
+  pos += 2;
+  const auto ppid = parse_decimal(text, pos);
+  if (!ppid) return std::nullopt;
+  stat.ppid = *ppid;
+  // Skip fields 5..21 (17 tokens) to reach starttime (22).
+  for (int field = 5; field <= 21; ++field) {
+    while (pos < text.size() && text[pos] == ' ') ++pos;
+    if (pos >= text.size()) return std::nullopt;
+    while (pos < text.size() && text[pos] != ' ') ++pos;
+  }
+  const auto start = parse_decimal(text, pos);
+  if (!start) return std::nullopt;
+  stat.start_ticks = *start;
+  return stat;
+}
+
 std::string errno_text(int errno_value) {
   char buffer[256];
   // GNU strerror_r returns the message pointer (which may or may not be `buffer`).

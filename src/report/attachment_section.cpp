@@ -30,6 +30,8 @@ constexpr KnownType kKnown[] = {
     {"usage", render_usage_attachment},
     {"usage_statistics", render_usage_statistics_attachment},
     {"performance", render_performance_attachment},
+    {"figure_parts", render_figure_parts_attachment},
+    {"process_tree", render_process_tree_attachment},
 };
 
 }  // namespace

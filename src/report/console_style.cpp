@@ -33,13 +33,17 @@ std::string metric_label(const std::string& name) {
       {"system.available_bytes", "RAM (system available)"},
       {"system.used_percent", "RAM usage"},
       {"system.total_bytes", "RAM (system total)"},
+      {"tree.rss_bytes", "RAM (process tree RSS)"},
+      {"tree.processes", "processes in the tree"},
+      {"cgroup.usage_bytes", "RAM (memory cgroup)"},
   };
   for (const auto& [key, label] : kFixed) {
     if (name == key) return label;
   }
   static const std::pair<const char*, const char*> kGpu[] = {
       {".process_used_bytes", "memory used by this process"},
-      {".used_bytes", "memory used"},
+      {".tree_used_bytes", "memory used by the process tree"},
+      {".used_bytes", "memory used (whole device)"},
       {".free_bytes", "memory free"},
       {".reserved_bytes", "memory reserved"},
       {".total_bytes", "memory total"},

@@ -83,5 +83,11 @@ void render_usage_statistics_attachment(std::string& out, const Attachment& a,
 /// "performance": seed 004's performance validation.
 void render_performance_attachment(std::string& out, const Attachment& a, const ConsoleStyle& s,
                                    const std::string& indent);
+/// "figure_parts": a step's per-process peaks (genscope run/watch).
+void render_figure_parts_attachment(std::string& out, const Attachment& a, const ConsoleStyle& s,
+                                    const std::string& indent);
+/// "process_tree": a watched program's processes and their lifetime peaks.
+void render_process_tree_attachment(std::string& out, const Attachment& a, const ConsoleStyle& s,
+                                    const std::string& indent);
 
 }  // namespace genscope::detail

@@ -181,7 +181,7 @@ std::string HistoryStore::insert(const Run& run) {
   const std::string document = to_json(run).dump();
   double run_rss = kNaN, run_gpu = kNaN;
   for (const auto& s : run.steps) {
-    run_rss = nan_max(run_rss, detail::step_metric_max(s, "process.rss_bytes"));
+    run_rss = nan_max(run_rss, detail::step_rss_max(s));
     run_gpu = nan_max(run_gpu, detail::step_gpu_peak(s));
   }
   const std::string hash = params_hash(run.pipeline);
@@ -211,7 +211,7 @@ std::string HistoryStore::insert(const Run& run) {
         step.reset();
         step.bind(1, row).bind(2, static_cast<std::int64_t>(i)).bind(3, s.name);
         step.bind(4, to_string(s.kind)).bind(5, s.duration_ns);
-        step.bind(6, detail::step_metric_max(s, "process.rss_bytes"));
+        step.bind(6, detail::step_rss_max(s));
         step.bind(7, detail::step_gpu_peak(s));
         step.step();
       }

@@ -22,7 +22,7 @@ fail() {
   exit 1
 }
 
-"$GENSCOPE" demo --help > /dev/null 2>&1 || { echo "SKIP: genscope has no demo (built without LibTorch)"; exit 77; }
+"$GENSCOPE" demo --help 2>&1 | grep -q -- --preset || { echo "SKIP: genscope has no demo (built without LibTorch)"; exit 77; }
 for tool in prometheus prometheus-pushgateway; do
   command -v "$tool" > /dev/null || fail "$tool is not installed (scripts/setup installs it)"
 done
@@ -196,4 +196,12 @@ grep -q "metrics pushed" "$tmp/report.log" || fail "report did not say it pushed
 http_get "http://127.0.0.1:$pg/metrics" > "$tmp/gateway.prom" || fail "pushgateway /metrics"
 grep -q "^genscope_runs_total{instance=\"$host\",job=\"genscope\",status=\"ok\"} 1$" "$tmp/gateway.prom" ||
   fail "pushgateway /metrics lacks the pushed counter"
+
+# `genscope run --pushgateway`: each run of a watched program is pushed as it finishes.
+"$GENSCOPE" run --runs announced --quiet --pipeline watched-comfy --pushgateway "http://127.0.0.1:$pg" -- \
+  sh -c 'echo "got prompt"; echo "Requested to load SDXL"; echo "Prompt executed in 0.01 seconds"' \
+  > /dev/null 2> "$tmp/run.log" || fail "run --pushgateway: $(cat "$tmp/run.log")"
+grep -q "genscope run: metrics pushed to http://127.0.0.1:$pg" "$tmp/run.log" || fail "run did not push: $(cat "$tmp/run.log")"
+http_get "http://127.0.0.1:$pg/metrics" > "$tmp/gateway-run.prom" || fail "pushgateway /metrics after run"
+grep -q 'pipeline="watched-comfy"' "$tmp/gateway-run.prom" || fail "the watched run's figures are not at the gateway"
 echo "metrics servers: ok (prometheus :$prom, pushgateway :$pg, demo :$demo_port)"

@@ -12,7 +12,8 @@
 //     "used": [1073741824, 2147483648],      // advanced on every memory query, last repeats
 //     "utilization": {"gpu": 42, "memory": 17}, "temperature": 55, "power_mw": 251000,
 //     "clocks": {"sm": 1980, "mem": 2619},
-//     "processes": [{"pid": "self", "used": 123456789}, {"pid": 1, "used": 5}]
+//     "processes": [{"pid": "self", "used": 123456789}, {"pid": 1, "used": 5},
+//                   {"pid_file": "/tmp/child.pid", "used": 7}]   (re-read at every call)
 //   }]
 // }
 //
@@ -48,7 +49,16 @@ struct FakeDevice {
   unsigned util_gpu = 0, util_memory = 0, temperature = 0, power_mw = 0;
   unsigned sm_clock_mhz = 0, mem_clock_mhz = 0;
   std::vector<nvmlProcessInfo_t> processes;
+  std::vector<std::string> pid_files;  // per process: "" or a file holding its pid
 };
+
+// The pid in a pid file ("" = fixed pid); 0 when the file is missing or not a pid.
+unsigned pid_from_file(const std::string& path) {
+  std::ifstream in(path);
+  long long pid = 0;
+  if (!(in >> pid) || pid <= 0 || pid > 0x7fffffff) return 0;
+  return static_cast<unsigned>(pid);
+}
 
 struct Scenario {
   std::string driver_version = "0.0";
@@ -96,10 +106,15 @@ nvmlReturn_t load_scenario(Scenario& out) {
       }
       for (const auto& p : d.value("processes", nlohmann::json::array())) {
         nvmlProcessInfo_t info{};
-        const auto& pid = p.at("pid");
-        info.pid = pid.is_string() && pid.get<std::string>() == "self"
-                       ? static_cast<unsigned>(::getpid())
-                       : pid.get<unsigned>();
+        if (p.contains("pid_file")) {
+          dev.pid_files.push_back(p.at("pid_file").get<std::string>());
+        } else {
+          const auto& pid = p.at("pid");
+          info.pid = pid.is_string() && pid.get<std::string>() == "self"
+                         ? static_cast<unsigned>(::getpid())
+                         : pid.get<unsigned>();
+          dev.pid_files.emplace_back();
+        }
         info.usedGpuMemory = p.value("used", 0ULL);
         info.gpuInstanceId = info.computeInstanceId = 0xFFFFFFFFu;
         dev.processes.push_back(info);
@@ -321,13 +336,19 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice
   std::lock_guard lock(g_mutex);
   FakeDevice* dev = device_of(device);
   if (!dev || !count) return NVML_ERROR_INVALID_ARGUMENT;
-  const auto n = static_cast<unsigned>(dev->processes.size());
+  std::vector<nvmlProcessInfo_t> listed;
+  for (std::size_t k = 0; k < dev->processes.size(); ++k) {
+    nvmlProcessInfo_t info = dev->processes[k];
+    if (!dev->pid_files[k].empty()) info.pid = pid_from_file(dev->pid_files[k]);
+    if (info.pid != 0 || dev->pid_files[k].empty()) listed.push_back(info);
+  }
+  const auto n = static_cast<unsigned>(listed.size());
   if (*count < n) {  // NVML's sizing protocol: report the needed count
     *count = n;
     return NVML_ERROR_INSUFFICIENT_SIZE;
   }
   if (n > 0 && !infos) return NVML_ERROR_INVALID_ARGUMENT;
-  for (unsigned k = 0; k < n; ++k) infos[k] = dev->processes[k];
+  for (unsigned k = 0; k < n; ++k) infos[k] = listed[k];
   *count = n;
   return NVML_SUCCESS;
 }

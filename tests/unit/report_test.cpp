@@ -387,7 +387,7 @@ TEST(ConsoleReport, GpuFiguresHaveTheirOwnBlockAndPlainStaysAscii) {
   s.metrics.push_back({"system.total_bytes", Unit::kBytes, 2e10, 2e10, 2e10, 0, "sampled"});
   r.steps.push_back(s);
   const std::string text = render_console(r, {.plain = true});
-  EXPECT_NE(text.find("GPU 0 memory used  1.00 GB -> 4.00 GB (at 250.00 ms, sampled) -> 2.00 GB"),
+  EXPECT_NE(text.find("GPU 0 memory used (whole device)  1.00 GB -> 4.00 GB (at 250.00 ms, sampled) -> 2.00 GB"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("GPU 0 (before -> peak -> after)\n       utilisation  10.0% -> 99.0% (at 500.00 ms, "

@@ -4,12 +4,17 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 namespace genscope::cli {
 
 /// Shared state of one CLI invocation.
 struct CommandContext {
   int exit_code = 0;  ///< The process exit code the command asks for.
+  /// `genscope run ... -- CMD ARGS`: everything after the first "--", kept away from CLI11
+  /// (which would read CMD's own options as genscope's).
+  std::vector<std::string> program;
 };
 
 void register_report_command(CLI::App& app, CommandContext& context);
@@ -28,5 +33,9 @@ void register_demo_command(CLI::App& app, CommandContext& context);
 void register_model_command(CLI::App& app, CommandContext& context);
 /// `genscope lora inspect|apply` (tools/genscope/lora_command.cpp).
 void register_lora_command(CLI::App& app, CommandContext& context);
+/// `genscope run [OPTIONS] -- CMD [ARGS...]` (tools/genscope/run_command.cpp).
+void register_run_command(CLI::App& app, CommandContext& context);
+/// `genscope watch --pid PID [--log FILE]` (tools/genscope/watch_command.cpp).
+void register_watch_command(CLI::App& app, CommandContext& context);
 
 }  // namespace genscope::cli
