@@ -13,6 +13,7 @@
 
 #include "bindings.hpp"
 #include "genscope/error.hpp"
+#include "genscope/metrics.hpp"
 #include "genscope/step_kind.hpp"
 
 namespace genscope::python {
@@ -40,10 +41,19 @@ std::string caller_location() {
   return out;
 }
 
+// The outputs a Monitor's options can send finished runs to (history, Prometheus).
+struct MonitorOutputs {
+  bool record = false;
+  std::optional<std::string> history_db;
+  int metrics_port = 0;
+  std::string metrics_bind;
+  std::optional<std::string> pushgateway;
+};
+
 MonitorOptions monitor_options(double sample_interval_ms, bool process, bool system, bool nvml,
                                const std::optional<std::string>& nvml_library,
                                const std::optional<std::string>& log_path, bool enabled,
-                               bool sampler) {
+                               bool sampler, const MonitorOutputs& outputs) {
   if (!(sample_interval_ms > 0) || !std::isfinite(sample_interval_ms)) {
     throw Error("InvalidArgument", "sample_interval_ms must be a positive number, got " +
                                        std::to_string(sample_interval_ms));
@@ -58,6 +68,18 @@ MonitorOptions monitor_options(double sample_interval_ms, bool process, bool sys
   o.nvml_probe = nvml;
   if (nvml_library) o.nvml_library = *nvml_library;
   if (log_path) o.log_path = *log_path;
+  o.record = outputs.record;
+  if (outputs.history_db) o.history_db = *outputs.history_db;
+  if (outputs.metrics_port < 0 || outputs.metrics_port > 65535) {
+    throw Error("InvalidArgument", "metrics_port must be 0 (off) or a port 1-65535, got " +
+                                       std::to_string(outputs.metrics_port));
+  }
+  o.metrics_port = static_cast<std::uint16_t>(outputs.metrics_port);
+  o.metrics_bind = outputs.metrics_bind;
+  if (outputs.pushgateway) {
+    check_pushgateway_url(*outputs.pushgateway);  // InvalidPushgatewayUrl now, not at run end
+    o.pushgateway_url = *outputs.pushgateway;
+  }
   return o;
 }
 
@@ -176,16 +198,22 @@ void register_monitor(py::module_& m) {
                         "Owns the probes and the sampler thread; starts runs. Thread-safe.")
       .def(py::init([](double sample_interval_ms, bool process, bool system, bool nvml,
                        std::optional<std::string> nvml_library, std::optional<std::string> log_path,
-                       bool enabled, bool sampler, py::object cuda_allocator) {
+                       bool enabled, bool sampler, py::object cuda_allocator, bool record,
+                       std::optional<std::string> history_db, int metrics_port,
+                       std::string metrics_bind, std::optional<std::string> pushgateway) {
+             const MonitorOutputs outputs{record, std::move(history_db), metrics_port,
+                                          std::move(metrics_bind), std::move(pushgateway)};
              return std::make_unique<PyMonitor>(
                  monitor_options(sample_interval_ms, process, system, nvml, nvml_library, log_path,
-                                 enabled, sampler),
+                                 enabled, sampler, outputs),
                  std::move(cuda_allocator));
            }),
            py::arg("sample_interval_ms") = 10.0, py::arg("process") = true,
            py::arg("system") = true, py::arg("nvml") = true, py::arg("nvml_library") = py::none(),
            py::arg("log_path") = py::none(), py::arg("enabled") = true, py::arg("sampler") = true,
-           py::arg("cuda_allocator") = py::none())
+           py::arg("cuda_allocator") = py::none(), py::kw_only(), py::arg("record") = false,
+           py::arg("history_db") = py::none(), py::arg("metrics_port") = 0,
+           py::arg("metrics_bind") = "127.0.0.1", py::arg("pushgateway") = py::none())
       .def(
           "start_run",
           [](PyMonitor& self, const std::string& pipeline, const std::string& model,
