@@ -47,7 +47,15 @@ def sampler_plateau(ctx):
         torch.cuda.empty_cache()
         time.sleep(0.3)
     doc = run.finish()
-    step = step_named(doc, "plateau")
+    smi = [r["memory.used"].value for r in mid if r["uuid"].value == _uuid(ctx, index)]
+    return plateau_rows(doc, "plateau", index, ALLOC_BYTES, HOLD_S, INTERVAL_MS, smi[:1] or [None],
+                        f"nvidia-smi read a third into the hold; NVML {index} by {matched}")
+
+
+def plateau_rows(doc, step_name, index, alloc_bytes, hold_s, interval_ms, smi_mib, note):
+    """The plateau rows of a finished run: `alloc_bytes` held `hold_s` inside step
+    `step_name`, sampled every `interval_ms`; `smi_mib`: nvidia-smi's memory.used during it."""
+    step = step_named(doc, step_name)
     used = need_metric(step, f"gpu{index}.used_bytes")
     baseline = used.get("before")
     offsets, values = series_column(doc, f"gpu{index}.used_bytes")
@@ -57,7 +65,7 @@ def sampler_plateau(ctx):
     if baseline is None or not inside:
         raise CheckFailed(f"no NVML samples inside the step (baseline {baseline}, "
                           f"{len(inside)} samples, errors {doc.get('monitoring_errors', [])[:2]})")
-    threshold = baseline + ALLOC_BYTES
+    threshold = baseline + alloc_bytes
     best, current = [], []
     for t, x in inside:
         if x >= threshold:
@@ -69,15 +77,14 @@ def sampler_plateau(ctx):
     check = f"sampler gpu{index}"
     rows = []
     length_s = (best[-1][0] - best[0][0]) / 1e9 if len(best) > 1 else 0.0
-    rows.append(v.at_least(check, "plateau length", round(length_s, 3), HOLD_S - 0.3, "s",
-                           note=f"{len(best)} samples >= baseline + 2 GiB; held {HOLD_S} s"))
+    rows.append(v.at_least(check, "plateau length", round(length_s, 3), round(hold_s - 0.3, 3),
+                           "s", note=f"{len(best)} samples >= baseline + "
+                                     f"{alloc_bytes / MIB:.0f} MiB; held {hold_s} s"))
     rows.append(v.at_least(check, "samples on the plateau", len(best),
-                           int(0.5 * (HOLD_S - 0.3) * 1000 / INTERVAL_MS),
-                           note=f"one per {INTERVAL_MS} ms expected, half required"))
+                           int(0.5 * (hold_s - 0.3) * 1000 / interval_ms),
+                           note=f"one per {interval_ms} ms expected, half required"))
     level = statistics.median(x for _, x in best) if best else None
-    smi = [r["memory.used"].value for r in mid if r["uuid"].value == _uuid(ctx, index)]
-    rows.append(v.mib(check, "plateau level (median)", level, smi[:1] or [None],
-                      note=f"nvidia-smi read a third into the hold; NVML {index} by {matched}"))
+    rows.append(v.mib(check, "plateau level (median)", level, smi_mib, note=note))
     after_plateau = [x for t, x in inside if best and t > best[-1][0]]
     rows.append(v.holds(check, "release seen", bool(after_plateau) and
                         min(after_plateau) < threshold,

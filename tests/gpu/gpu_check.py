@@ -30,6 +30,7 @@ import check_run_command  # noqa: E402
 import check_sampler  # noqa: E402
 import verdicts as v  # noqa: E402
 from context import CheckFailed, CheckSkipped, Context  # noqa: E402
+from nvidia_smi import NvidiaSmiError  # noqa: E402
 from table import render_table, summary  # noqa: E402
 
 # In this order: the NVML comparison wants an idle GPU, before this process touches CUDA.
@@ -82,6 +83,8 @@ def run_checks(ctx, only):
             rows.append(v.skipped(name, str(e)))
         except CheckFailed as e:
             rows.append(v.failed(name, "-", str(e)))
+        except NvidiaSmiError as e:
+            rows.append(v.failed(name, "-", f"nvidia-smi: {e}"))
         except Exception as e:  # a check that broke: its own failure, the others go on
             rows.append(v.failed(name, "-", f"raised {type(e).__name__}: {e}"))
             problems.append({"check": name, "traceback": traceback.format_exc()})
