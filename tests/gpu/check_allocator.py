@@ -46,7 +46,7 @@ def _compare_step(rows, check, step, device, before, peak, after):
 
 def allocator_exactness(ctx):
     device = ctx.need_cuda()
-    torch, genscope = ctx.torch, ctx.genscope
+    torch, genscope = ctx.torch, ctx.need_genscope()
     dev = f"cuda:{device}"
     torch.cuda.synchronize(device)
     monitor = genscope.Monitor(sample_interval_ms=10, nvml=False)

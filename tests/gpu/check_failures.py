@@ -94,6 +94,7 @@ CHILD = textwrap.dedent("""
 
 
 def nvml_unsupported_call(ctx):
+    ctx.need_genscope()  # the child imports it
     answers = driver_answers(ctx.nvml_library)
     label = "fake NVML (plumbing)" if ctx.plumbing else ctx.nvml_library
     rows = [v.info("nvml unsupported: driver", name, f"{rc} {text}" if rc is not None else text,
@@ -155,7 +156,7 @@ def nvml_unsupported_call(ctx):
 
 def cuda_out_of_memory(ctx):
     device = ctx.need_cuda()
-    torch, genscope = ctx.torch, ctx.genscope
+    torch, genscope = ctx.torch, ctx.need_genscope()
     dev = f"cuda:{device}"
     total = torch.cuda.get_device_properties(device).total_memory
     monitor = genscope.Monitor(sample_interval_ms=10)

@@ -23,6 +23,7 @@ from run_doc import metric, steps_of_kind
 
 
 def instrument_on_cuda(ctx):
+    ctx.need_genscope()
     try:
         import genscope.torch as gt
     except ImportError as e:
@@ -33,7 +34,7 @@ def instrument_on_cuda(ctx):
     if not os.path.exists(os.path.join(tests, "tiny_pipeline.py")):
         raise CheckSkipped("python/tests/tiny_pipeline.py absent (branch python)")
     device = ctx.need_cuda()
-    torch, genscope = ctx.torch, ctx.genscope
+    torch, genscope = ctx.torch, ctx.need_genscope()
     index, matched = ctx.nvml_index(device)
     sys.path.insert(0, tests)
     from tiny_pipeline import TinyPipeline

@@ -101,7 +101,7 @@ def process_memory_against_compute_apps(ctx):
     (nvmlDeviceGetComputeRunningProcesses_v3, our pid) against nvidia-smi's used_memory of
     the same pid, read just before and just after the step's end sample."""
     device = ctx.need_cuda()
-    torch, genscope = ctx.torch, ctx.genscope
+    torch, genscope = ctx.torch, ctx.need_genscope()
     index, matched = ctx.nvml_index(device)
     x = torch.empty(1024 * MIB, dtype=torch.uint8, device=f"cuda:{device}")
     x.fill_(7)

@@ -27,7 +27,7 @@ ALLOC_BYTES = 2048 * MIB
 
 def sampler_plateau(ctx):
     device = ctx.need_cuda()
-    torch, genscope = ctx.torch, ctx.genscope
+    torch, genscope = ctx.torch, ctx.need_genscope()
     index, matched = ctx.nvml_index(device)
     torch.cuda.synchronize(device)
     torch.cuda.empty_cache()

@@ -47,6 +47,7 @@ class Context:
         self.python = sys.executable
         os.makedirs(self.work, exist_ok=True)
         self.genscope = None
+        self.genscope_error = ""
         self.torch = None
         self.torch_error = ""
         self._probe = None
@@ -54,15 +55,25 @@ class Context:
     # --- imports ----------------------------------------------------------------------------
 
     def load_modules(self):
-        """Imports genscope (the build's) and torch; a missing torch is noted, not fatal."""
+        """Imports genscope (the build's) and torch; either missing is noted, not fatal: the
+        checks that need it fail with the reason (need_genscope, need_cuda)."""
         sys.path.insert(0, self.pythonpath)
-        import genscope  # noqa: E402  (the build's module; its absence is a driver error)
-        self.genscope = genscope
+        try:
+            import genscope  # the build's extension
+            self.genscope = genscope
+        except Exception as e:
+            self.genscope_error = f"import genscope from {self.pythonpath}: {type(e).__name__}: {e}"
         try:
             import torch
             self.torch = torch
         except Exception as e:  # any import failure: the torch checks say why
             self.torch_error = f"import torch failed: {type(e).__name__}: {e}"
+
+    def need_genscope(self):
+        """The build's genscope module; CheckFailed when the extension did not build or load."""
+        if self.genscope is None:
+            raise CheckFailed(f"the Python extension is missing: {self.genscope_error}")
+        return self.genscope
 
     def need_cuda(self):
         """The CUDA device index checks use; skips (plumbing) or fails (GPU machine) without."""
