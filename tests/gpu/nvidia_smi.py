@@ -176,7 +176,6 @@ def run_query(nvidia_smi, kind, fields, timeout=30):
     A field this nvidia-smi does not know (an older driver) is dropped and the query
     repeated: returns (rows, dropped_fields).
     """
-    catalogue = GPU_FIELDS if kind == "gpu" else APP_FIELDS
     fields = list(fields)
     dropped = []
     while True:
