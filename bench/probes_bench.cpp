@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <vector>
 
@@ -171,7 +171,8 @@ void BM_NvmlBareCalls(benchmark::State& s) {
   auto memory = reinterpret_cast<PFN_nvmlDeviceGetMemoryInfo_v2>(sym("nvmlDeviceGetMemoryInfo_v2"));
   auto utilization =
       reinterpret_cast<PFN_nvmlDeviceGetUtilizationRates>(sym("nvmlDeviceGetUtilizationRates"));
-  auto temperature = reinterpret_cast<PFN_nvmlDeviceGetTemperature>(sym("nvmlDeviceGetTemperature"));
+  auto temperature =
+      reinterpret_cast<PFN_nvmlDeviceGetTemperature>(sym("nvmlDeviceGetTemperature"));
   auto power = reinterpret_cast<PFN_nvmlDeviceGetPowerUsage>(sym("nvmlDeviceGetPowerUsage"));
   auto clock = reinterpret_cast<PFN_nvmlDeviceGetClockInfo>(sym("nvmlDeviceGetClockInfo"));
   auto processes = reinterpret_cast<PFN_nvmlDeviceGetComputeRunningProcesses_v3>(

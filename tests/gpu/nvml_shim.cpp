@@ -90,14 +90,14 @@ bool refused(const char* name) {
 }  // namespace
 
 // Forwards `name` with the arguments; `missing` is the answer when the target lacks it.
-#define GENSCOPE_FORWARD(name, missing, ...)                                  \
-  using Fn = PFN_##name;                                                      \
-  static Fn fn = reinterpret_cast<Fn>(resolve(#name));                        \
-  if (!fn) return missing;                                                    \
+#define GENSCOPE_FORWARD(name, missing, ...)           \
+  using Fn = PFN_##name;                               \
+  static Fn fn = reinterpret_cast<Fn>(resolve(#name)); \
+  if (!fn) return missing;                             \
   return fn(__VA_ARGS__)
 
-#define GENSCOPE_DEVICE_CALL(name, device, ...)                               \
-  if (refused(#name)) return refusal(device, #name);                          \
+#define GENSCOPE_DEVICE_CALL(name, device, ...)      \
+  if (refused(#name)) return refusal(device, #name); \
   GENSCOPE_FORWARD(name, NVML_ERROR_FUNCTION_NOT_FOUND, device, __VA_ARGS__)
 
 extern "C" {
