@@ -107,8 +107,13 @@ ActiveRun Monitor::start_run(RunOptions options) {
   std::vector<MetricInfo> columns;
   std::vector<GpuInfo> gpus;
   std::vector<std::string> opened;
+  std::vector<AbsentProbe> absent;
   for (const auto& slot : slots) {
     const ProbeStatus status = slot->open();
+    if (status.absent) {
+      absent.push_back({slot->name(), status.error});
+      continue;
+    }
     if (!status.ok()) {
       open_errors.emplace_back(slot->name(), "probe unavailable: " + status.error);
       continue;
@@ -145,6 +150,7 @@ ActiveRun Monitor::start_run(RunOptions options) {
   r.labels = std::move(options.labels);
   run->dumps = std::move(options.dumps);
   r.probes = std::move(opened);
+  r.absent_probes = std::move(absent);
   r.series.interval_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(state_->options.sample_interval).count();
   if (!state_->options.sampler) r.notes.push_back("sampler disabled: peaks are exact or endpoints");

@@ -23,7 +23,8 @@ std::shared_ptr<const std::vector<detail::PreparedLora>> prepare_plain(const std
   for (const PatchEntry& p : entries) {
     const LoraModule* m = p.patch.lora->module(p.patch.module);
     if (m == nullptr || m->type != LoraModuleType::kLora || m->tensors.count("mid") != 0 ||
-        p.patch.target.chunks != 1 || p.strength_model != 1.0 || weight.shape.empty() ||
+        p.patch.target.chunks != 1 || p.patch.target.rows > 0 || p.patch.target.transpose ||
+        p.patch.target.materialize_identity || !p.patch.target.bias_key.empty() || p.strength_model != 1.0 || weight.shape.empty() ||
         m->delta_shape.empty() || m->delta_shape[0] != weight.shape[0]) {
       return nullptr;
     }
@@ -41,13 +42,22 @@ std::shared_ptr<const std::vector<detail::PreparedLora>> prepare_plain(const std
 }  // namespace
 
 LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::filesystem::path& lora_path,
-                           const std::filesystem::path& out, double strength) {
+                           const std::filesystem::path& out, double strength, LoraLoader loader) {
   const SafetensorsFile base = SafetensorsFile::open(base_path);
   const std::shared_ptr<const LoraFile> lora = LoraFile::open(lora_path, /*norms=*/false);
   LoraMergeResult result;
-  result.fit = fit_lora(*lora, base);
+  result.fit = fit_lora(*lora, base, loader, /*compare_other_loader=*/false);
   const LoraFit& fit = result.fit;
   if (fit.architecture_mismatch) throw Error("LoraArchitectureMismatch", fit.verdict);
+  // The loader itself fails on these (ComfyUI: KeyError while loading): nothing to imitate.
+  if (!fit.loader_failures.empty()) {
+    const LoraLoaderFailure& f = fit.loader_failures.front();
+    throw Error(f.error, f.message);
+  }
+  if (!fit.merge_unsupported.empty()) {
+    const LoraLoaderFailure& f = fit.merge_unsupported.front();
+    throw Error(f.error, f.message);
+  }
   for (const auto& [name, target] : fit.matched) {
     const LoraModule& m = *lora->module(name);
     lora->validate(m);
@@ -67,6 +77,24 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
   model.id = base_path.string();
   model.class_name = "SafetensorsFile";
   for (const auto& e : base.entries()) model.parameters[e.name] = ParameterInfo{e.shape, e.dtype, "cpu", e.nbytes(), {}};
+  // Weights the loader patches after initialising them to the identity (ComfyUI's CLIP
+  // text_projection): written as new tensors, in the dtype of their tower.
+  std::vector<std::pair<std::string, ParameterInfo>> identities;
+  for (const auto& [name, target] : fit.matched) {
+    if (!target.materialize_identity || model.parameters.count(target.key) != 0 || target.shape.size() != 2) continue;
+    const std::string tower = target.key.substr(0, target.key.rfind("text_projection"));
+    DType dtype = DType::kF32;
+    for (const auto& e : base.entries()) {
+      if (e.name.rfind(tower, 0) == 0 && dtype_is_float(e.dtype)) {
+        dtype = e.dtype;
+        break;
+      }
+    }
+    const ParameterInfo info{target.shape, dtype, "cpu",
+                             static_cast<std::uint64_t>(target.shape[0] * target.shape[1]) * dtype_size(dtype), {}};
+    model.parameters[target.key] = info;
+    identities.emplace_back(target.key, info);
+  }
   ModelPatcher patcher(std::move(model));
   const auto added = patcher.add_patches(lora, fit, strength);
   for (const auto& [key, entries] : patcher.patches()) {
@@ -103,6 +131,24 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
       };
     }
     result.bytes_written += e.nbytes();
+    sources.push_back(std::move(s));
+  }
+  for (const auto& [key, info] : identities) {
+    SafetensorsSource s;
+    s.name = key;
+    s.dtype = info.dtype;
+    s.shape = info.shape;
+    const std::string* name = &key;
+    const ParameterInfo* p = &info;
+    s.fill = [&patcher, name, p](std::span<std::byte> dst) {
+      const std::int64_t n = p->shape[0];
+      std::vector<float> w(static_cast<std::size_t>(n * n), 0.0f);
+      for (std::int64_t i = 0; i < n; ++i) w[static_cast<std::size_t>(i * n + i)] = 1.0f;
+      patcher.patch_weight(*name, w);
+      detail::convert_from_f32(w.data(), w.size(), p->dtype, dst.data());
+    };
+    result.bytes_written += info.bytes;
+    result.patched_bytes += info.bytes;
     sources.push_back(std::move(s));
   }
   std::map<std::string, std::string> metadata = base.metadata();

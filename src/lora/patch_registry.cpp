@@ -1,4 +1,5 @@
 // ModelPatcher: per-key patch lists, UUID renewal, clone semantics, merge at load.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <random>
@@ -90,9 +91,24 @@ void ModelPatcher::patch_weight(const std::string& key, std::span<float> weight)
     if (m == nullptr) {
       throw Error("UnknownLoraModule", "patch on '" + key + "' names missing module '" + entry.patch.module + "'");
     }
-    const std::size_t chunk = weight.size() / static_cast<std::size_t>(entry.patch.target.chunks);
-    entry.patch.lora->add_delta(*m, entry.strength_patch,
-                                weight.subspan(chunk * static_cast<std::size_t>(entry.patch.target.chunk), chunk));
+    // The rows the target names (a chunk or an explicit window, LoraKeyTarget::row_window).
+    const auto& shape = model_.parameters.at(key).shape;
+    const std::int64_t rows = shape.empty() ? 1 : std::max<std::int64_t>(shape[0], 1);
+    const std::size_t cols = weight.size() / static_cast<std::size_t>(rows);
+    const auto [first, count] = entry.patch.target.row_window(rows);
+    const std::span<float> window = weight.subspan(static_cast<std::size_t>(first) * cols, static_cast<std::size_t>(count) * cols);
+    const bool slice = entry.patch.target.delta_row_offset != 0 ||
+                       (!m->delta_shape.empty() && m->delta_shape[0] != count);
+    if (!slice) {
+      entry.patch.lora->add_delta(*m, entry.strength_patch, window);
+    } else {
+      // Only some rows of the module's delta land here (a fused delta split over tensors).
+      const std::vector<float> delta = entry.patch.lora->delta(*m);
+      const std::size_t from = static_cast<std::size_t>(entry.patch.target.delta_row_offset) * cols;
+      for (std::size_t i = 0; i < window.size() && from + i < delta.size(); ++i) {
+        window[i] += static_cast<float>(entry.strength_patch) * delta[from + i];
+      }
+    }
   }
 }
 

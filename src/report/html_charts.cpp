@@ -20,7 +20,7 @@
 #include "report/downsample.hpp"
 #include "report/export_util.hpp"
 #include "report/html_parts.hpp"
-#include "report/series_queries.hpp"
+#include "report/memory_section.hpp"
 
 namespace genscope::detail {
 namespace {

@@ -15,7 +15,7 @@
 #include "report/console_style.hpp"
 #include "report/export_util.hpp"
 #include "report/html_parts.hpp"
-#include "report/series_queries.hpp"
+#include "report/memory_section.hpp"
 
 namespace genscope {
 namespace {

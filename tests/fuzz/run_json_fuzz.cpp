@@ -1,7 +1,7 @@
 // libFuzzer target: the run document reader on arbitrary bytes. Any input either parses into a
 // Run or throws genscope::Error; a parsed run must serialise, parse back to the same document
-// and render as a console report and as every export (HTML, Chrome trace, CSV) without
-// crashing; the trace must be valid JSON.
+// and render as a console report (curated and verbose) and as every export (HTML, Chrome
+// trace, CSV) without crashing; the trace must be valid JSON.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -34,6 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     (void)render_steps_csv(runs);
     (void)render_series_csv(runs);
+    (void)render_console(run, {.verbose = true});  // every attachment's full tree
   } catch (const Error&) {
     // Rejected document.
   }

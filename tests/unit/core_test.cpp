@@ -517,13 +517,22 @@ TEST(Monitor, ExactPeaksSurviveResetsFromOtherThreads) {
   ActiveRun run = monitor.start_run();
   Step outer = run.step(StepKind::kSampling, "long step");
   std::atomic<bool> stop{false};
+  std::atomic<int> churned{0};
   std::thread churn([&] {
-    while (!stop) Step quick = run.step(StepKind::kCustom, "quick");
+    while (!stop) {
+      Step quick = run.step(StepKind::kCustom, "quick");
+      ++churned;
+    }
   });
+  // Each spike lasts until another thread has opened a step (folding and resetting the shared
+  // mark) at least once. A spike that starts and ends inside the few instructions between a
+  // fold and its reset is lost by any VmHWM-style mark (the kernel offers no atomic
+  // read-and-reset); real allocations take far longer (docs/probes.md).
   for (int i = 0; i < 200; ++i) {
+    const int seen = churned.load();
     s->set(1000 + i);  // a spike...
+    for (int spin = 0; churned.load() < seen + 2 && spin < 1'000'000; ++spin) std::this_thread::yield();
     s->set(10);        // ...gone before any sample
-    std::this_thread::yield();
   }
   stop = true;
   churn.join();

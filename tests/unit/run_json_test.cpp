@@ -29,6 +29,7 @@ genscope::Run sample_run() {
   r.pipeline = {"t2i", "sd15", "UNet", {{"steps", "20"}, {"seed", "7"}}};
   r.labels = {{"branch", "main"}};
   r.probes = {"process", "system"};
+  r.absent_probes = {{"nvml", "no NVIDIA driver library (libnvidia-ml.so.1 not found)"}};
   r.notes = {"a note"};
   StepRecord s;
   s.id = 0;
@@ -76,6 +77,22 @@ TEST(RunJson, RoundTripKeepsEveryField) {
   EXPECT_TRUE(std::isnan(back.steps[0].metrics[1].before));
   EXPECT_TRUE(std::isnan(back.series.at(1, 0)));
   EXPECT_EQ(back.steps[1].parent_id, 0);
+  ASSERT_EQ(back.absent_probes.size(), 1u);
+  EXPECT_EQ(back.absent_probes[0].probe, "nvml");
+}
+
+TEST(RunJson, DocumentsWithoutAbsentProbesStillRead) {
+  nlohmann::json j = to_json(sample_run());
+  j.erase("absent_probes");  // written before the field existed
+  EXPECT_TRUE(run_from_json(j).absent_probes.empty());
+  j["absent_probes"] = {"nvml"};
+  try {
+    run_from_json(j);
+    FAIL() << "a malformed absent_probes entry was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.name(), "InvalidRunDocument");
+    EXPECT_NE(std::string(e.what()).find("$.absent_probes[0]"), std::string::npos) << e.what();
+  }
 }
 
 TEST(RunJson, DerivedFiguresAreWritten) {

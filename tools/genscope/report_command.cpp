@@ -1,4 +1,4 @@
-// `genscope report RUN.json... [--plain] [--series] [--html F] [--trace F] [--csv DIR]`:
+// `genscope report RUN.json... [--plain] [--series] [--verbose] [--html F] [--trace F] [--csv DIR]`:
 // re-renders saved runs (console report, or the exports asked for).
 #include <iostream>
 
@@ -14,6 +14,7 @@ void register_report_command(CLI::App& app, CommandContext& context) {
     std::vector<std::string> paths;
     bool plain = false;
     bool series = false;
+    bool verbose = false;
     ExportOptions exports;
   };
   auto options = std::make_shared<Options>();
@@ -24,6 +25,7 @@ void register_report_command(CLI::App& app, CommandContext& context) {
       ->required();
   cmd->add_flag("--plain", options->plain, "ASCII markers instead of emoji");
   cmd->add_flag("--series", options->series, "Also summarise the sampled time series");
+  cmd->add_flag("--verbose", options->verbose, "Add every attachment's full data and every metric");
   add_export_options(*cmd, options->exports);
   cmd->callback([options, &context] {
     std::vector<Run> runs;
@@ -32,7 +34,9 @@ void register_report_command(CLI::App& app, CommandContext& context) {
       write_exports(runs, options->exports, std::cout);
     } else {
       for (const Run& run : runs) {
-        std::cout << render_console(run, ConsoleOptions{options->plain, options->series});
+        std::cout << render_console(run, {.plain = options->plain,
+                                          .series = options->series,
+                                          .verbose = options->verbose});
       }
     }
     context.exit_code = 0;
