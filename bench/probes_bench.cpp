@@ -5,18 +5,21 @@
 //
 //   build/bench/probes_bench                         (procfs + allocator)
 //   GENSCOPE_NVML_LIBRARY=build/tests/fake_nvml/libfake_nvml.so build/bench/probes_bench
-//                                                    (adds the NVML probe over the fake)
+//                                                    (adds the NVML probe over the fake,
+//                                                    next to the same NVML calls made bare)
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <vector>
 
 #include "genscope/probe.hpp"
+#include "probes/nvml_api.hpp"
 
 namespace {
 
@@ -128,9 +131,8 @@ void BM_AllocatorResetPeaks(benchmark::State& s) {
   probe_bench(s, genscope::make_allocator_probe(std::make_shared<ConstantSource>()), reset_peaks);
 }
 
-// NVML probe over whatever GENSCOPE_NVML_LIBRARY names (the fake: probe overhead only; a
-// real driver: the real cost). Skipped when no library loads.
-void BM_NvmlSample(benchmark::State& s) {
+// The fake NVML needs a scenario; a real library ignores the variable.
+void ensure_fake_scenario() {
   if (!std::getenv("GENSCOPE_FAKE_NVML_SCENARIO")) {
     const std::string path = "/tmp/genscope_probes_bench_nvml.json";
     std::ofstream(path)
@@ -140,7 +142,79 @@ void BM_NvmlSample(benchmark::State& s) {
       "clocks":{"sm":1980,"mem":2619},"processes":[{"pid":"self","used":1}]}]})";
     ::setenv("GENSCOPE_FAKE_NVML_SCENARIO", path.c_str(), 1);
   }
-  probe_bench(s, genscope::make_nvml_probe(), sample);
+}
+
+// NVML probe over whatever GENSCOPE_NVML_LIBRARY names (the fake: probe overhead only; a
+// real driver: the real cost, scripts/gpu-check). Skipped when no library loads.
+void BM_NvmlSample(benchmark::State& s) {
+  ensure_fake_scenario();
+  auto probe = genscope::make_nvml_probe();
+  if (auto status = probe->open(); !status.ok()) return s.SkipWithError(status.error.c_str());
+  s.counters["gpus"] = double(probe->gpus().size());
+  probe_bench(s, std::move(probe), sample);
+}
+
+// The peer of BM_NvmlSample: the same NVML calls per device, made directly on the same
+// library (memory v2, utilisation, temperature, power, SM and memory clocks, the processes
+// list sized then read), without the probe around them.
+void BM_NvmlBareCalls(benchmark::State& s) {
+  ensure_fake_scenario();
+  const char* env = std::getenv("GENSCOPE_NVML_LIBRARY");
+  void* lib = ::dlopen(env && *env ? env : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return s.SkipWithError("NVML library not loadable");
+  auto sym = [&](const char* name) { return ::dlsym(lib, name); };
+  auto init = reinterpret_cast<PFN_nvmlInit_v2>(sym("nvmlInit_v2"));
+  auto shutdown = reinterpret_cast<PFN_nvmlShutdown>(sym("nvmlShutdown"));
+  auto count_fn = reinterpret_cast<PFN_nvmlDeviceGetCount_v2>(sym("nvmlDeviceGetCount_v2"));
+  auto handle_fn =
+      reinterpret_cast<PFN_nvmlDeviceGetHandleByIndex_v2>(sym("nvmlDeviceGetHandleByIndex_v2"));
+  auto memory = reinterpret_cast<PFN_nvmlDeviceGetMemoryInfo_v2>(sym("nvmlDeviceGetMemoryInfo_v2"));
+  auto utilization =
+      reinterpret_cast<PFN_nvmlDeviceGetUtilizationRates>(sym("nvmlDeviceGetUtilizationRates"));
+  auto temperature =
+      reinterpret_cast<PFN_nvmlDeviceGetTemperature>(sym("nvmlDeviceGetTemperature"));
+  auto power = reinterpret_cast<PFN_nvmlDeviceGetPowerUsage>(sym("nvmlDeviceGetPowerUsage"));
+  auto clock = reinterpret_cast<PFN_nvmlDeviceGetClockInfo>(sym("nvmlDeviceGetClockInfo"));
+  auto processes = reinterpret_cast<PFN_nvmlDeviceGetComputeRunningProcesses_v3>(
+      sym("nvmlDeviceGetComputeRunningProcesses_v3"));
+  if (!init || !shutdown || !count_fn || !handle_fn || !memory || !utilization || !temperature ||
+      !power || !clock || !processes)
+    return s.SkipWithError("NVML library lacks an entry point");
+  if (init() != NVML_SUCCESS) return s.SkipWithError("nvmlInit_v2 failed");
+  unsigned count = 0;
+  std::vector<nvmlDevice_t> devices;
+  if (count_fn(&count) == NVML_SUCCESS) {
+    for (unsigned i = 0; i < count; ++i) {
+      nvmlDevice_t d = nullptr;
+      if (handle_fn(i, &d) == NVML_SUCCESS) devices.push_back(d);
+    }
+  }
+  if (devices.empty()) {
+    shutdown();
+    return s.SkipWithError("NVML sees no GPU");
+  }
+  std::vector<nvmlProcessInfo_t> infos(64);
+  s.counters["gpus"] = double(devices.size());
+  run_with_ratio(s, [&] {
+    for (nvmlDevice_t d : devices) {
+      nvmlMemory_v2_t m{};
+      m.version = nvmlMemory_v2;
+      benchmark::DoNotOptimize(memory(d, &m));
+      nvmlUtilization_t u{};
+      benchmark::DoNotOptimize(utilization(d, &u));
+      unsigned value = 0;
+      benchmark::DoNotOptimize(temperature(d, NVML_TEMPERATURE_GPU, &value));
+      benchmark::DoNotOptimize(power(d, &value));
+      benchmark::DoNotOptimize(clock(d, NVML_CLOCK_SM, &value));
+      benchmark::DoNotOptimize(clock(d, NVML_CLOCK_MEM, &value));
+      unsigned n = 0;
+      if (processes(d, &n, nullptr) == NVML_ERROR_INSUFFICIENT_SIZE) {
+        n = static_cast<unsigned>(infos.size());
+        benchmark::DoNotOptimize(processes(d, &n, infos.data()));
+      }
+    }
+  });
+  shutdown();  // the library stays mapped, as genscope's probe leaves it
 }
 
 }  // namespace
@@ -157,4 +231,5 @@ BENCHMARK(BM_AllocatorSample);
 BENCHMARK(BM_AllocatorReadPeaks);
 BENCHMARK(BM_AllocatorResetPeaks);
 BENCHMARK(BM_NvmlSample);
+BENCHMARK(BM_NvmlBareCalls);
 BENCHMARK_MAIN();

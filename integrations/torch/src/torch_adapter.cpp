@@ -103,10 +103,14 @@ class CudaAllocatorSource final : public AllocatorSource {
   std::string device() const override { return "cuda:" + std::to_string(device_); }
   bool read(AllocatorFigures& out, std::string& error) override {
     try {
-      using c10::cuda::CUDACachingAllocator::StatType;
+      // StatType::AGGREGATE is index 0 in every LibTorch; the enum itself moved out of
+      // c10::cuda::CUDACachingAllocator (recent torch/csrc/cuda/Module.cpp,
+      // THCPModule_memoryStats, names c10::CachingAllocator::StatType), so it is not named
+      // here: the same source compiles against old and new LibTorch.
+      constexpr std::size_t kAggregate = 0;
       const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_);
-      const auto& a = stats.allocated_bytes[static_cast<std::size_t>(StatType::AGGREGATE)];
-      const auto& r = stats.reserved_bytes[static_cast<std::size_t>(StatType::AGGREGATE)];
+      const auto& a = stats.allocated_bytes[kAggregate];
+      const auto& r = stats.reserved_bytes[kAggregate];
       out.allocated_bytes = static_cast<double>(a.current);
       out.peak_allocated_bytes = static_cast<double>(a.peak);
       out.reserved_bytes = static_cast<double>(r.current);
