@@ -27,7 +27,7 @@ class OutputsTest(unittest.TestCase):
             doc = run.finish()
         del monitor  # joins the sinks' thread
         with sqlite3.connect(db) as con:
-            ids = [row[0] for row in con.execute("SELECT id FROM runs")]
+            ids = [row[0] for row in con.execute("SELECT run_id FROM runs WHERE pipeline = ?", ("py-recorded",))]
         self.assertEqual(len(ids), 2)
         self.assertIn(doc["id"], ids)
 

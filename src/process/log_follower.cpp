@@ -72,6 +72,10 @@ LogPoll LogFollower::poll(std::string& out, std::size_t max_bytes) {
     return result;  // moved away, the new one not created yet: keep the old one
   }
   if (st.st_dev == device_ && st.st_ino == inode_) return result;
+  // Rotated: what the writer added to the old file between our read and the rename is read
+  // now, before the switch (nothing more can come: the writer has moved to the new file).
+  read_available();
+  if (result.bytes >= max_bytes) return result;  // the rest of the old file on the next poll
   const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     result.error = "cannot read log file " + path_.string() + ": " + std::strerror(errno);

@@ -47,7 +47,18 @@ say "Starting server" "To see the GUI go to: http://127.0.0.1:8188"
 timeout 60 "$GENSCOPE" watch --pid $server --log "$log" --out "$tmp/runs" --record \
   --db "$tmp/h.db" --quiet > "$tmp/watch.out" 2> "$tmp/watch.err" &
 watcher=$!
-sleep 0.5
+# genscope starts reading the log at its end when it opens it (older prompts are history):
+# the prompts begin once it has the log open (starting can take a while on a loaded machine).
+log_open() {
+  local pid
+  for pid in $(pgrep -P $watcher); do
+    ls -l /proc/$pid/fd 2>/dev/null | grep -qF "$log" && return 0
+  done
+  return 1
+}
+for _ in $(seq 400); do log_open && break; sleep 0.05; done
+log_open || fail "genscope watch never opened the log: $(cat "$tmp/watch.err")"
+sleep 0.2
 prompt "spike 64 3"
 # Rotation between prompts: the log is renamed and a new one started.
 mv "$log" "$log.1"
@@ -84,12 +95,27 @@ assert any("exited while this run was open" in n for n in cut["notes"]), cut["no
 PY
 kill -0 $server 2>/dev/null && fail "the server should have exited"
 
+# genscope blocks SIGINT (to end the watch cleanly) once it is watching; a SIGINT before that,
+# while it still starts up on a loaded machine, would simply kill it.
+watching() {  # the child of `timeout` $1 has SIGINT blocked
+  local pid mask
+  for pid in $(pgrep -P "$1"); do
+    mask=$(sed -n 's/^SigBlk:[[:space:]]*//p' /proc/$pid/status 2>/dev/null) || continue
+    [ -n "$mask" ] && [ $(( 0x$mask & 2 )) -ne 0 ] && return 0
+  done
+  return 1
+}
+wait_watching() {
+  for _ in $(seq 400); do watching "$1" && return 0; sleep 0.05; done
+  fail "genscope watch did not start watching"
+}
+
 # SIGINT ends the watch; the watched program goes on.
 sleep 30 &
 sleeper=$!
 timeout 60 "$GENSCOPE" watch --pid $sleeper --runs program --quiet > /dev/null 2> "$tmp/int.err" &
 watcher=$!
-sleep 0.5
+wait_watching $watcher
 kill -INT $watcher
 set +e; wait $watcher; rc=$?; set -e
 [ $rc -eq 0 ] && grep -q "ended (signal" "$tmp/int.err" || fail "SIGINT: rc=$rc $(cat "$tmp/int.err")"
@@ -100,7 +126,7 @@ if command -v setpriv > /dev/null && [ "$(id -u)" -eq 0 ]; then
   timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups \
     "$GENSCOPE" watch --pid $sleeper --runs program --out "$tmp/other" > /dev/null 2>&1 &
   watcher=$!
-  sleep 0.5
+  wait_watching $watcher
   kill -INT $watcher
   wait $watcher || fail "watch as another user"
   $py - "$tmp/other/run.json" <<'PY'
