@@ -1,14 +1,16 @@
-// Streaming merge: W <- W + strength·scale·dW per matched weight, in float32, cast back to
-// W's dtype, written through write_safetensors (atomic). Everything that can make the merge
-// wrong is checked before the first byte is written.
+// Streaming merge: every patch of fit.matched applied as ComfyUI's calculate_weight does, in
+// float32, cast back to the tensor's dtype, written through write_safetensors (atomic).
+// Everything that can make the merge wrong is checked before the first byte is written.
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "genscope/error.hpp"
 #include "genscope/lora.hpp"
 #include "genscope/model_patcher.hpp"
+#include "lora/lora_delta.hpp"
 #include "lora/merge_kernel.hpp"
 #include "model/float_convert.hpp"
 
@@ -16,15 +18,17 @@ namespace genscope {
 namespace {
 
 // The fused path handles the common case: every patch on the weight is a plain up·down LoRA
-// on the whole weight with strength_model 1. Anything else takes patch_weight().
+// (no LoCon mid, no DoRA) on the whole, untransposed weight with strength_model 1. Anything
+// else takes ModelPatcher::patch_weight on a float32 copy of the tensor.
 std::shared_ptr<const std::vector<detail::PreparedLora>> prepare_plain(const std::vector<PatchEntry>& entries,
                                                                        const SafetensorsEntry& weight) {
   auto out = std::make_shared<std::vector<detail::PreparedLora>>();
   for (const PatchEntry& p : entries) {
     const LoraModule* m = p.patch.lora->module(p.patch.module);
-    if (m == nullptr || m->type != LoraModuleType::kLora || m->tensors.count("mid") != 0 ||
-        p.patch.target.chunks != 1 || p.strength_model != 1.0 || weight.shape.empty() ||
-        m->delta_shape.empty() || m->delta_shape[0] != weight.shape[0]) {
+    if (m == nullptr || p.patch.bias || p.patch.target.transpose || p.patch.target.chunks != 1 ||
+        p.strength_model != 1.0 || detail::weight_patch_kind(*m) != detail::WeightPatchKind::kAdapter ||
+        m->type != LoraModuleType::kLora || m->tensors.count("mid") != 0 || detail::has_comfy_dora(*m) ||
+        weight.shape.empty() || m->delta_shape.empty() || m->delta_shape[0] != weight.shape[0]) {
       return nullptr;
     }
     const SafetensorsFile& f = p.patch.lora->file();
@@ -48,13 +52,7 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
   result.fit = fit_lora(*lora, base);
   const LoraFit& fit = result.fit;
   if (fit.architecture_mismatch) throw Error("LoraArchitectureMismatch", fit.verdict);
-  for (const auto& [name, target] : fit.matched) {
-    const LoraModule& m = *lora->module(name);
-    lora->validate(m);
-    // DoRA rescales each output row by magnitude / ||W + dW||: not implemented, so refuse
-    // rather than write a plain-LoRA result that differs from what the trainer meant.
-    if (m.dora) throw Error("LoraUnsupported", "LoRA module '" + name + "' is DoRA (magnitude vector); merging DoRA is not supported");
-  }
+  for (const auto& [name, target] : fit.matched) lora->validate(*lora->module(name));
   if (!fit.shape_mismatches.empty()) {
     throw Error("LoraShapeMismatch", "LoRA module " + fit.shape_mismatches.front() +
                                          (fit.shape_mismatches.size() > 1
@@ -68,15 +66,20 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
   model.class_name = "SafetensorsFile";
   for (const auto& e : base.entries()) model.parameters[e.name] = ParameterInfo{e.shape, e.dtype, "cpu", e.nbytes(), {}};
   ModelPatcher patcher(std::move(model));
-  const auto added = patcher.add_patches(lora, fit, strength);
+  // Exactly fit.matched, as ComfyUI's add_patches applies it: weights, biases, chunks,
+  // transposed targets.
+  patcher.add_patches(lora, fit, strength);
+  std::set<std::string> modules;
   for (const auto& [key, entries] : patcher.patches()) {
     const SafetensorsEntry* e = base.find(key);
     if (!dtype_is_float(e->dtype) || !detail::convertible(e->dtype)) {
       throw Error("UnsupportedDType", "cannot merge into '" + key + "' of dtype " + std::string(dtype_name(e->dtype)));
     }
     result.patched_bytes += e->nbytes();
+    for (const PatchEntry& p : entries) modules.insert(p.patch.module);
   }
-  result.modules_merged = added.size();
+  patcher.validate();  // shapes of every patch (DoRA scales, biases, chunks) before writing
+  result.modules_merged = modules.size();
   result.weights_patched = patcher.patches_count();
 
   std::vector<SafetensorsSource> sources;

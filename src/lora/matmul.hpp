@@ -1,13 +1,34 @@
-// The small dense kernel behind merges: out += coef · a·b, with a tall and thin (m×k, k ≤ a
-// few hundred) and b wide (k×n).
+// The dense products behind merges, through OpenBLAS's sgemm, and the guard that keeps
+// OpenBLAS's own thread pool out of genscope's parallel merge loop (docs/lora.md, "Threads").
 #pragma once
 
 #include <cstdint>
 
 namespace genscope::detail {
 
-/// out (m×n) += coef · a (m×k) · b (k×n), all row-major float32.
+/// out (m×n) += coef · a (m×k) · b (k×n), all row-major float32 (cblas_sgemm, beta = 1).
 void matmul_add(const float* a, const float* b, float* out, std::int64_t m, std::int64_t k,
                 std::int64_t n, float coef) noexcept;
+
+/// out (m×n) += coef · aᵀ · b with a stored k×m and b k×n, row-major float32.
+void matmul_add_at(const float* a, const float* b, float* out, std::int64_t m, std::int64_t k,
+                   std::int64_t n, float coef) noexcept;
+
+/// While alive, BLAS calls made from several genscope threads at once each run on their
+/// caller's thread: OpenBLAS's OpenMP build does so by itself inside an OpenMP parallel
+/// region; its pthreads build is set to one thread and restored afterwards (process-wide,
+/// reference-counted across concurrent guards); the serial build needs nothing.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas();
+  ~SingleThreadedBlas();
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+};
+
+/// "openmp", "pthreads" or "serial": how the loaded OpenBLAS runs its own threads.
+const char* blas_threading() noexcept;
+/// OpenBLAS's own thread count (what a call made outside a parallel region may use).
+int blas_threads() noexcept;
 
 }  // namespace genscope::detail

@@ -1,9 +1,12 @@
-// Fused convert-patch-convert over blocks of rows (see merge_kernel.hpp), split over threads
-// for large weights: each thread owns a contiguous range of rows and its own scratch block.
+// Fused convert-patch-convert over blocks of rows (see merge_kernel.hpp). Large weights are
+// split into contiguous row ranges over OpenMP threads, each with its own scratch block; the
+// sgemm inside runs on its caller's thread (SingleThreadedBlas), so the two thread pools never
+// stack up.
 #include "lora/merge_kernel.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
-#include <thread>
 
 #include "lora/matmul.hpp"
 #include "model/float_convert.hpp"
@@ -12,23 +15,18 @@ namespace genscope::detail {
 namespace {
 
 // Below this many elements a thread costs more than it saves.
-constexpr std::int64_t kMinElementsPerThread = std::int64_t{1} << 19;
+constexpr std::int64_t kMinElementsPerThread = std::int64_t{1} << 18;
 
 void merge_row_range(const std::byte* src, std::byte* dst, DType dtype, std::int64_t row_begin,
-                     std::int64_t row_end, std::int64_t cols,
-                     const std::vector<PreparedLora>& patches) {
-  // ~64 KB of float32 rows: stays in L2 next to the down factor.
-  const std::int64_t block =
-      std::max<std::int64_t>(4, (16384 / std::max<std::int64_t>(cols, 1)) & ~std::int64_t{3});
+                     std::int64_t row_end, std::int64_t cols, std::int64_t block,
+                     const std::vector<PreparedLora>& patches, std::vector<float>& buf) {
   const std::size_t elem = dtype_size(dtype);
-  std::vector<float> buf(static_cast<std::size_t>(block * cols));
   for (std::int64_t r0 = row_begin; r0 < row_end; r0 += block) {
     const std::int64_t n = std::min(block, row_end - r0);
     const std::size_t count = static_cast<std::size_t>(n * cols);
     convert_to_f32(src, dtype, static_cast<std::size_t>(r0 * cols), count, buf.data());
     for (const PreparedLora& p : patches) {
-      matmul_add(p.up.data() + r0 * p.rank, p.down.data(), buf.data(), n, p.rank, cols,
-                 p.coefficient);
+      matmul_add(p.up.data() + r0 * p.rank, p.down.data(), buf.data(), n, p.rank, cols, p.coefficient);
     }
     convert_from_f32(buf.data(), count, dtype, dst + static_cast<std::size_t>(r0 * cols) * elem);
   }
@@ -36,25 +34,36 @@ void merge_row_range(const std::byte* src, std::byte* dst, DType dtype, std::int
 
 }  // namespace
 
-void merge_rows(const std::byte* src, std::byte* dst, DType dtype, std::int64_t rows,
-                std::int64_t cols, const std::vector<PreparedLora>& patches) {
-  const auto hardware = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::int64_t threads =
-      std::clamp<std::int64_t>(rows * cols / kMinElementsPerThread, 1, std::min(hardware, rows));
+std::int64_t merge_block_rows(std::int64_t cols) noexcept {
+  return std::max<std::int64_t>(8, (kMergeBlockElements / std::max<std::int64_t>(cols, 1)) & ~std::int64_t{7});
+}
+
+int merge_threads(std::int64_t rows, std::int64_t cols) noexcept {
+  const std::int64_t by_size = std::max<std::int64_t>(1, rows * cols / kMinElementsPerThread);
+  const std::int64_t by_rows = std::max<std::int64_t>(1, rows / merge_block_rows(cols));
+  return static_cast<int>(std::min({static_cast<std::int64_t>(omp_get_max_threads()), by_size, by_rows}));
+}
+
+void merge_rows(const std::byte* src, std::byte* dst, DType dtype, std::int64_t rows, std::int64_t cols,
+                const std::vector<PreparedLora>& patches) {
+  const std::int64_t block = merge_block_rows(cols);
+  const int threads = merge_threads(rows, cols);
+  std::vector<std::vector<float>> bufs(static_cast<std::size_t>(threads));
+  for (auto& b : bufs) b.resize(static_cast<std::size_t>(std::min(block, rows) * cols));
   if (threads <= 1) {
-    merge_row_range(src, dst, dtype, 0, rows, cols, patches);
+    merge_row_range(src, dst, dtype, 0, rows, cols, block, patches, bufs[0]);
     return;
   }
-  std::vector<std::thread> workers;
-  const std::int64_t per = (rows + threads - 1) / threads;
-  for (std::int64_t t = 1; t < threads; ++t) {
-    const std::int64_t begin = std::min(rows, t * per), end = std::min(rows, begin + per);
-    if (begin < end) {
-      workers.emplace_back(merge_row_range, src, dst, dtype, begin, end, cols, std::cref(patches));
-    }
+  const SingleThreadedBlas blas_on_callers;
+  // Whole blocks per thread, contiguous, so each thread streams its own part of W.
+  const std::int64_t blocks = (rows + block - 1) / block;
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const std::int64_t b0 = blocks * t / nt, b1 = blocks * (t + 1) / nt;
+    merge_row_range(src, dst, dtype, std::min(rows, b0 * block), std::min(rows, b1 * block), cols, block, patches,
+                    bufs[static_cast<std::size_t>(t)]);
   }
-  merge_row_range(src, dst, dtype, 0, std::min(rows, per), cols, patches);
-  for (std::thread& w : workers) w.join();
 }
 
 }  // namespace genscope::detail

@@ -1,6 +1,6 @@
-// The fused merge loop for plain up·down patches: a few rows of W at a time are converted to
-// float32, patched and converted back while they are still in cache, so W makes one trip
-// through memory (read in its dtype, written in its dtype).
+// The fused merge loop for plain up·down patches: a block of rows of W at a time is converted
+// to float32, patched (sgemm, beta 1) and converted back while it is still in cache, so W
+// makes one trip through memory (read in its dtype, written in its dtype).
 #pragma once
 
 #include <cstddef>
@@ -18,6 +18,13 @@ struct PreparedLora {
   std::int64_t rank = 0;
   float coefficient = 1.0f;
 };
+
+/// Float32 elements of W in one block (the scratch each thread patches in place).
+inline constexpr std::int64_t kMergeBlockElements = std::int64_t{1} << 16;
+/// Rows per block for a weight of `cols` columns (a multiple of 8, at least 8).
+std::int64_t merge_block_rows(std::int64_t cols) noexcept;
+/// Threads merge_rows uses for a rows × cols weight (OpenMP's max, fewer for small weights).
+int merge_threads(std::int64_t rows, std::int64_t cols) noexcept;
 
 /// dst = src + Σ coefficient·up·down for a rows × cols weight stored as `dtype` (a float
 /// dtype); src and dst may not overlap.

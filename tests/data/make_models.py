@@ -280,7 +280,7 @@ def main(outdir):
         down = kohya[name + ".lora_down.weight"].astype(np.float32)
         if alpha is not None:
             kohya[name + ".alpha"] = np.array(alpha, dtype=np.float32)
-        scale = alpha / rank if alpha else 1.0
+        scale = alpha / rank if alpha is not None else 1.0  # ComfyUI: alpha 0 scales by 0
         delta = (up.reshape(up.shape[0], rank) @ down.reshape(rank, -1)) * np.float32(scale)
         patches.append(("model.diffusion_model." + ldm_of15[d], delta, 0, 1))
     for b in range(12):
@@ -323,7 +323,7 @@ def main(outdir):
     peft["text_encoder." + te_key[:-7] + ".lora_A.weight"] = down
     peft["text_encoder." + te_key[:-7] + ".lora_B.weight"] = up
     patches.append(("text_encoder." + te_key, up @ down, 0, 1))
-    # DoRA: the same module with a magnitude vector (merges refuse it: not implemented).
+    # DoRA (PEFT magnitude vector): ComfyUI does not read it, so merges apply the plain LoRA.
     dora = {k: v for k, v in peft.items() if k.startswith("text_encoder.")}
     dora["text_encoder." + te_key[:-7] + ".lora_magnitude_vector"] = np.ones(12, np.float32)
     write_safetensors(f"{outdir}/sd15_dora.safetensors", dora)
@@ -411,7 +411,7 @@ def main(outdir):
             down = kohya[k].astype(np.float32)
             up = kohya[n + ".lora_up.weight"].astype(np.float32)
             a = kohya.get(n + ".alpha")
-            scale = float(a) / down.shape[0] if a is not None and float(a) != 0 else 1.0
+            scale = float(a) / down.shape[0] if a is not None else 1.0
             norms[n] = float(np.linalg.norm(up.reshape(up.shape[0], -1) @ down.reshape(down.shape[0], -1)) * scale)
     with open(f"{outdir}/sd15_kohya_norms.json", "w") as f:
         json.dump(norms, f)
