@@ -163,7 +163,7 @@ int dora_axis(const Shape& dora, std::span<const std::int64_t> w) {
   return !dora.empty() && !w.empty() && dora[0] == w[0] ? 0 : 1;
 }
 bool dora_broadcasts(const Shape& dora, std::span<const std::int64_t> w, int axis) {
-  if (w.size() < 2 || dora.size() > w.size()) return false;
+  if (w.size() < 2 || dora.empty() || dora.size() > w.size()) return false;
   for (std::size_t i = 0; i < dora.size(); ++i) {
     const std::size_t wi = w.size() - dora.size() + i;  // right-aligned, as torch broadcasts
     const std::int64_t norm_dim = static_cast<int>(wi) == axis ? w[wi] : 1;
@@ -249,6 +249,12 @@ void check_structure(const Factors& f, const LoraModule& m) {
     case detail::WeightPatchKind::kDiff:
     case detail::WeightPatchKind::kWNorm: return;
     case detail::WeightPatchKind::kAdapter: break;
+  }
+  // ComfyUI divides alpha by a factor's rows and multiplies factors; an empty one has no rank.
+  for (const auto& [role, key] : m.tensors) {
+    if (role != "alpha" && role != "dora_scale" && numel(f.shape(role.c_str())) == 0) {
+      fail("LoraRankMismatch", m, role + " " + shape_text(f.shape(role.c_str())) + " is empty");
+    }
   }
   switch (m.type) {
     case LoraModuleType::kLora: {
@@ -397,7 +403,9 @@ std::vector<std::int64_t> module_delta_shape(const SafetensorsFile& file, const 
       s1.insert(s1.begin(), d - s1.size(), 1);
       s2.insert(s2.begin(), d - s2.size(), 1);
       Shape s(d);
-      for (std::size_t i = 0; i < d; ++i) s[i] = s1[i] * s2[i];
+      for (std::size_t i = 0; i < d; ++i) {
+        if (__builtin_mul_overflow(s1[i], s2[i], &s[i])) return {};  // no weight is that large
+      }
       return s;
     }
     default: return {};
@@ -449,7 +457,7 @@ void LoraFile::add_delta(const LoraModule& m, double coefficient, std::span<floa
       // LoCon Tucker (ComfyUI: down' = (downᵀ · midᵀ)ᵀ, dW = up · down'):
       // md[a] (in × kk) = downᵀ (in × r) · mid[a] (r × kk), then dW = up (out × r) · md.
       const auto mid = f.get("mid");
-      const std::int64_t kk = cols(f.shape("mid")) / r;
+      const std::int64_t kk = f.shape("mid")[2] * f.shape("mid")[3];
       std::vector<float> md(static_cast<std::size_t>(r * n * kk), 0.0f);
       for (std::int64_t a = 0; a < r; ++a) {
         detail::matmul_add_at(down.data(), mid.data() + a * r * kk, md.data() + a * n * kk, n, r, kk, 1.0f);

@@ -6,6 +6,8 @@ transcribed below, stored unrounded as F64 so the test can hold genscope to one 
 last place of the stored dtype.
 
 usage: make_merge_cases.py OUTDIR        (fixed seed: the output is deterministic)
+       make_merge_cases.py --seeds DIR  (tiny LoRAs of every type: the lora_delta fuzz seeds,
+                                         committed in tests/fixtures/lora_delta/)
 
 OUTDIR/cases.json lists the cases:
   merges:   {name, base, lora, strength, expected}              -> genscope merge_lora
@@ -419,5 +421,31 @@ def main(outdir):
         json.dump(cases, f, indent=1)
 
 
+def seeds(outdir):
+    """One tiny file per module type (< 1 KB each), for tests/fuzz/lora_delta_fuzz.cpp."""
+    os.makedirs(outdir, exist_ok=True)
+    rng = np.random.default_rng(7)
+    r = lambda *shape: T(rnd(rng, shape, 0.3))
+    files = {
+        "lora": {"a.lora_up.weight": r(4, 2), "a.lora_down.weight": r(2, 3), "a.alpha": T(1.0)},
+        "locon_mid": {"a.lora_up.weight": r(3, 2, 1, 1), "a.lora_mid.weight": r(2, 2, 3, 3),
+                      "a.lora_down.weight": r(2, 2, 1, 1), "a.alpha": T(2.0)},
+        "loha": {"a.hada_w1_a": r(4, 2), "a.hada_w1_b": r(2, 3), "a.hada_w2_a": r(4, 2), "a.hada_w2_b": r(2, 3)},
+        "loha_tucker": {"a.hada_w1_a": r(2, 3), "a.hada_w1_b": r(2, 2), "a.hada_t1": r(2, 2, 3, 3),
+                        "a.hada_w2_a": r(2, 3), "a.hada_w2_b": r(2, 2), "a.hada_t2": r(2, 2, 3, 3)},
+        "lokr_tucker": {"a.lokr_w1": r(2, 2), "a.lokr_w2_a": r(2, 2), "a.lokr_w2_b": r(2, 3),
+                        "a.lokr_t2": r(2, 2, 3, 3), "a.alpha": T(1.0)},
+        "lokr": {"a.lokr_w1_a": r(2, 1), "a.lokr_w1_b": r(1, 2), "a.lokr_w2": r(3, 2)},
+        "dora": {"a.lora_up.weight": r(4, 2), "a.lora_down.weight": r(2, 3), "a.dora_scale": r(1, 3),
+                 "b.lora_up.weight": r(4, 2), "b.lora_down.weight": r(2, 3), "b.dora_scale": r(4, 1)},
+        "full": {"a.diff": r(4, 3), "a.diff_b": r(4), "b.w_norm": r(5), "b.b_norm": r(5), "c.set_weight": r(2, 2)},
+    }
+    for name, tensors in files.items():
+        write(f"{outdir}/{name}.safetensors", tensors)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--seeds":
+        seeds(sys.argv[2])
+    else:
+        main(sys.argv[1])
