@@ -14,10 +14,10 @@ void matmul_add(const float* a, const float* b, float* out, std::int64_t m, std:
 void matmul_add_at(const float* a, const float* b, float* out, std::int64_t m, std::int64_t k,
                    std::int64_t n, float coef) noexcept;
 
-/// While alive, BLAS calls made from several genscope threads at once each run on their
-/// caller's thread: OpenBLAS's OpenMP build does so by itself inside an OpenMP parallel
-/// region; its pthreads build is set to one thread and restored afterwards (process-wide,
-/// reference-counted across concurrent guards); the serial build needs nothing.
+/// While alive, every BLAS call runs on its caller's thread: a threaded OpenBLAS (OpenMP or
+/// pthreads build) is set to one thread and restored afterwards, with the guarding thread's
+/// OpenMP thread count (process-wide for OpenBLAS, reference-counted across concurrent
+/// guards); the serial build needs nothing.
 class SingleThreadedBlas {
  public:
   SingleThreadedBlas();

@@ -1,7 +1,6 @@
-// Fused convert-patch-convert over blocks of rows (see merge_kernel.hpp). Large weights are
-// split into contiguous row ranges over OpenMP threads, each with its own scratch block; the
-// sgemm inside runs on its caller's thread (SingleThreadedBlas), so the two thread pools never
-// stack up.
+// Fused convert-patch-convert over blocks of rows (see merge_kernel.hpp). Large weights hand
+// their blocks out over OpenMP threads, each with its own scratch block; the sgemm inside
+// runs on its caller's thread (SingleThreadedBlas), so the two thread pools never stack up.
 #include "lora/merge_kernel.hpp"
 
 #include <omp.h>
@@ -15,7 +14,7 @@ namespace genscope::detail {
 namespace {
 
 // Below this many elements a thread costs more than it saves.
-constexpr std::int64_t kMinElementsPerThread = std::int64_t{1} << 18;
+constexpr std::int64_t kMinElementsPerThread = std::int64_t{1} << 19;
 
 void merge_row_range(const std::byte* src, std::byte* dst, DType dtype, std::int64_t row_begin,
                      std::int64_t row_end, std::int64_t cols, std::int64_t block,
@@ -55,15 +54,19 @@ void merge_rows(const std::byte* src, std::byte* dst, DType dtype, std::int64_t 
     return;
   }
   const SingleThreadedBlas blas_on_callers;
-  // Whole blocks per thread, contiguous, so each thread streams its own part of W.
+  // Dynamic team sizes for this region only (omp_set_dynamic is per thread): libgomp then gives
+  // it only the cores the load average leaves free, because on an oversubscribed machine every
+  // join would wait for a descheduled thread (measured: 10× slower than one thread).
+  const int dynamic = omp_get_dynamic();
+  omp_set_dynamic(1);
+  // Blocks are handed out one at a time: a slower thread takes fewer of them.
   const std::int64_t blocks = (rows + block - 1) / block;
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const std::int64_t b0 = blocks * t / nt, b1 = blocks * (t + 1) / nt;
-    merge_row_range(src, dst, dtype, std::min(rows, b0 * block), std::min(rows, b1 * block), cols, block, patches,
-                    bufs[static_cast<std::size_t>(t)]);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    merge_row_range(src, dst, dtype, b * block, std::min(rows, (b + 1) * block), cols, block, patches,
+                    bufs[static_cast<std::size_t>(omp_get_thread_num())]);
   }
+  omp_set_dynamic(dynamic);
 }
 
 }  // namespace genscope::detail

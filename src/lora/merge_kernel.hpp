@@ -19,8 +19,10 @@ struct PreparedLora {
   float coefficient = 1.0f;
 };
 
-/// Float32 elements of W in one block (the scratch each thread patches in place).
-inline constexpr std::int64_t kMergeBlockElements = std::int64_t{1} << 16;
+/// Float32 elements of W in one block (the scratch each thread patches in place): 1 MB, the
+/// size of a core's L2 on the machines measured (docs/performance.md); smaller blocks make
+/// OpenBLAS re-pack `down` more often, larger ones leave L2 between convert and sgemm.
+inline constexpr std::int64_t kMergeBlockElements = std::int64_t{1} << 18;
 /// Rows per block for a weight of `cols` columns (a multiple of 8, at least 8).
 std::int64_t merge_block_rows(std::int64_t cols) noexcept;
 /// Threads merge_rows uses for a rows × cols weight (OpenMP's max, fewer for small weights).

@@ -4,6 +4,7 @@
 // BLAS product against a double-precision loop.
 #include <gtest/gtest.h>
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <array>
@@ -283,6 +284,35 @@ TEST(LoraMergeKernel, ThreadedRowSplitMatchesPlainProduct) {
     }
   }
   EXPECT_EQ(off_by_more_than_one_ulp, 0u);
+}
+
+// The guard that keeps OpenBLAS single-threaded inside the merge's own threads restores
+// OpenBLAS's and the caller's OpenMP thread counts, also when guards nest.
+TEST(LoraMergeKernel, BlasThreadGuardRestoresThreadCounts) {
+  const int blas_before = detail::blas_threads(), omp_before = omp_get_max_threads();
+  {
+    const detail::SingleThreadedBlas outer;
+    if (std::string(detail::blas_threading()) != "serial") EXPECT_EQ(detail::blas_threads(), 1);
+    {
+      const detail::SingleThreadedBlas inner;
+      if (std::string(detail::blas_threading()) != "serial") EXPECT_EQ(detail::blas_threads(), 1);
+    }
+    if (std::string(detail::blas_threading()) != "serial") EXPECT_EQ(detail::blas_threads(), 1);
+  }
+  EXPECT_EQ(detail::blas_threads(), blas_before);
+  EXPECT_EQ(omp_get_max_threads(), omp_before);
+  // And around a whole threaded merge.
+  const std::int64_t rows = 1024, cols = 1024;
+  std::vector<detail::PreparedLora> patches(1);
+  patches[0].rank = 4;
+  patches[0].up.assign(rows * 4, 0.01f);
+  patches[0].down.assign(4 * cols, 0.01f);
+  std::vector<std::uint16_t> src(rows * cols, 0), dst(rows * cols, 1);
+  detail::merge_rows(reinterpret_cast<const std::byte*>(src.data()), reinterpret_cast<std::byte*>(dst.data()),
+                     DType::kF16, rows, cols, patches);
+  EXPECT_FLOAT_EQ(detail::f16_to_f32(dst[12345]), detail::f16_to_f32(detail::f32_to_f16(4 * 0.01f * 0.01f)));
+  EXPECT_EQ(detail::blas_threads(), blas_before);
+  EXPECT_EQ(omp_get_max_threads(), omp_before);
 }
 
 }  // namespace
