@@ -3,7 +3,8 @@
 # base (6.9 GB, real key layout and shapes: bench/make_sdxl_base.py), next to `cp` of the same
 # base file plus `sync` of the copy (the floor: the same bytes read and written durably;
 # `genscope lora apply` fsyncs its output). Each is run $GENSCOPE_E2E_RUNS times (default 2),
-# alternating, best wall time kept; the ratio is printed; every file is deleted at the end.
+# alternating, best wall time kept (with its CPU time); the ratio is printed; every file is
+# deleted at the end.
 #
 #   bench/lora_apply_e2e.sh                       # uses build/tools/genscope/genscope
 #   GENSCOPE=path/to/genscope GENSCOPE_BENCH_DIR=/var/tmp bench/lora_apply_e2e.sh
@@ -26,37 +27,30 @@ trap 'rm -rf "$dir"' EXIT
 echo "generating the SDXL base and LoRA in $dir ..."
 /usr/bin/python3 "$root/bench/make_sdxl_base.py" "$dir"
 ls -l "$dir"
-
-now() { date +%s.%N; }
-best_apply=1e9
-best_cp=1e9
-best_cp_only=1e9
-for i in $(seq "$runs"); do
-  t0=$(now)
-  "$genscope" lora apply "$dir/sdxl_base.safetensors" "$dir/sdxl_lora.safetensors" --strength 0.8 \
-    -o "$dir/merged.safetensors" --json > "$dir/apply.json"
-  t1=$(now)
-  rm -f "$dir/merged.safetensors"
-  t2=$(now)
-  cp --reflink=never "$dir/sdxl_base.safetensors" "$dir/copy.safetensors"
-  t3=$(now)
-  sync "$dir/copy.safetensors"
-  t4=$(now)
-  rm -f "$dir/copy.safetensors"
-  apply=$(echo "$t1 - $t0" | bc -l)
-  cp_sync=$(echo "$t4 - $t2" | bc -l)
-  cp_only=$(echo "$t3 - $t2" | bc -l)
-  printf 'run %d: lora apply %.2f s, cp %.2f s, cp + sync %.2f s (load %s)\n' "$i" "$apply" "$cp_only" "$cp_sync" \
-    "$(cut -d' ' -f1-3 /proc/loadavg)"
-  best_apply=$(echo "if ($apply < $best_apply) $apply else $best_apply" | bc -l)
-  best_cp=$(echo "if ($cp_sync < $best_cp) $cp_sync else $best_cp" | bc -l)
-  best_cp_only=$(echo "if ($cp_only < $best_cp_only) $cp_only else $best_cp_only" | bc -l)
-done
-/usr/bin/python3 - "$dir/apply.json" <<'EOF'
+"$genscope" lora inspect "$dir/sdxl_lora.safetensors" --base "$dir/sdxl_base.safetensors" --json > "$dir/fit.json" || true
+/usr/bin/python3 -c '
 import json, sys
-j = json.load(open(sys.argv[1]))
-print("merged: %d modules, %d tensors patched, %.2f GB written, %.2f GB patched" % (
-    j["modules_merged"], j["weights_patched"], j["bytes_written"] / 1e9, j["patched_bytes"] / 1e9))
-EOF
-printf 'best: lora apply %.2f s, cp + sync %.2f s (cp alone %.2f s); ratio apply / (cp + sync) = %.2f\n' \
-  "$best_apply" "$best_cp" "$best_cp_only" "$(echo "$best_apply / $best_cp" | bc -l)"
+f = json.load(open(sys.argv[1]))["fit"]
+print("fit: %s (%d modules matched, %d base weights patched)" % (f["verdict"], f["matched_count"], f["base_weights_patched"]))
+' "$dir/fit.json"
+
+# One timed command: prints "<wall seconds> <user+sys CPU seconds>".
+timed() {
+  /usr/bin/time -f '%e %U %S' -o "$dir/time.txt" "$@" > /dev/null
+  awk '{ printf "%s %.2f\n", $1, $2 + $3 }' "$dir/time.txt"
+}
+smaller() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
+best_apply=1e9 best_cp=1e9 apply_cpu=0 cp_cpu=0
+for i in $(seq "$runs"); do
+  read -r apply acpu < <(timed "$genscope" lora apply "$dir/sdxl_base.safetensors" "$dir/sdxl_lora.safetensors" \
+    --strength 0.8 -o "$dir/merged.safetensors")
+  rm -f "$dir/merged.safetensors"
+  read -r cp_sync ccpu < <(timed sh -c "cp --reflink=never '$dir/sdxl_base.safetensors' '$dir/copy.safetensors' && sync '$dir/copy.safetensors'")
+  rm -f "$dir/copy.safetensors"
+  printf 'run %d: lora apply %.2f s (CPU %.2f s), cp + sync %.2f s (CPU %.2f s); load %s\n' "$i" "$apply" "$acpu" \
+    "$cp_sync" "$ccpu" "$(cut -d' ' -f1-3 /proc/loadavg)"
+  if smaller "$apply" "$best_apply"; then best_apply=$apply apply_cpu=$acpu; fi
+  if smaller "$cp_sync" "$best_cp"; then best_cp=$cp_sync cp_cpu=$ccpu; fi
+done
+printf 'best: lora apply %.2f s (CPU %.2f s), cp + sync %.2f s (CPU %.2f s); ratio apply / (cp + sync) = %.2f\n' \
+  "$best_apply" "$apply_cpu" "$best_cp" "$cp_cpu" "$(awk -v a="$best_apply" -v b="$best_cp" 'BEGIN { print a / b }')"

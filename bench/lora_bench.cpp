@@ -6,16 +6,16 @@
 //  - ||dW||_F by the trace identity vs forming up·down (rank 16, 1280×1280).
 #include <benchmark/benchmark.h>
 
-#include <omp.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "genscope/lora.hpp"
@@ -218,20 +218,21 @@ void BM_KeyMapOnly(benchmark::State& state) {
 }
 BENCHMARK(BM_KeyMapOnly)->Unit(benchmark::kMillisecond);
 
-// ---- merge kernel vs its two physical limits, measured in the same run --------------------
+// ---- merge kernel vs its physical limits, measured in the same run -------------------------
 // The fused merge of 16 F16 weights of 1280×1280 (52 MB of W, the size of SDXL's larger
 // attention projections) as merge_lora runs it: per block of rows F16 -> F32, W += s·up·down
-// (OpenBLAS sgemm on the caller's thread), F32 -> F16, rows split over OpenMP threads. Peers:
-//  - the same BLAS's sgemm on the same shapes (M = N = 1280, K = rank, F32 C += A·B) with
-//    OpenBLAS's own threads: the FLOP rate the merge could reach if conversion were free;
-//  - a streaming write of the same bytes (memset of a 52 MB buffer per weight set) with the
-//    same number of threads: the byte rate it could reach if the arithmetic were free;
-//  - for context, a copy of the same bytes (memcpy W_in -> W_out, same threads): the merge
-//    must read W as well as write it, so this is its real floor (memset only writes).
-// All three are timed interleaved, best of `kReps` (the machine is shared; the fastest run is
-// the least disturbed one), in process CPU time (all threads; robust to other load, exact for
-// one thread: OMP_NUM_THREADS=1) and in wall-clock time (what a user waits, but only
-// meaningful on an idle machine); each ratio compares like with like.
+// (OpenBLAS sgemm on the worker's own thread), F32 -> F16, blocks handed out over `threads`
+// threads (second argument: 1, or one per core). Peers, on the same number of threads:
+//  - the same BLAS's sgemm on the same shapes (M = N = 1280, K = rank, F32 C += A·B), OpenBLAS
+//    threaded its own way (held to one thread for the 1-thread row): the FLOP rate the merge
+//    could reach if conversion were free;
+//  - a streaming write of the same bytes (memset of a 52 MB buffer, split over the threads):
+//    the byte rate it could reach if the arithmetic were free;
+//  - for context, a copy of the same bytes (memcpy W_in -> W_out): the merge must read W as
+//    well as write it, so this is its real floor (memset only writes).
+// All are timed interleaved, best of `kReps` (the machine is shared; the fastest run is the
+// least disturbed one), in process CPU time (all threads; robust to other load, exact for one
+// thread) and in wall-clock time (what a user waits; meaningful on an idle machine only).
 constexpr std::int64_t kRows = 1280, kCols = 1280, kWeights = 16;
 constexpr int kReps = 7;
 
@@ -255,6 +256,17 @@ struct Best {
     wall = std::min(wall, wall_seconds() - w0);
   }
 };
+
+// fn(begin, end) over [0, n) split in `threads` contiguous parts, one std::thread each.
+template <class F>
+void split(int threads, std::size_t n, F&& fn) {
+  std::vector<std::thread> workers;
+  for (int t = 1; t < threads; ++t) {
+    workers.emplace_back([&, t] { fn(n * t / threads, n * (t + 1) / threads); });
+  }
+  fn(0, n / static_cast<std::size_t>(threads));
+  for (auto& w : workers) w.join();
+}
 
 struct MergeData {
   std::vector<detail::PreparedLora> patches;
@@ -285,77 +297,74 @@ MergeData make_merge_data(std::int64_t rank) {
   return d;
 }
 
-void run_merge(MergeData& d) {
+void run_merge(MergeData& d, int threads) {
   for (std::int64_t t = 0; t < kWeights; ++t) {
     detail::merge_rows(reinterpret_cast<const std::byte*>(d.w_in.data() + t * kRows * kCols),
                        reinterpret_cast<std::byte*>(d.w_out.data() + t * kRows * kCols), DType::kF16, kRows,
-                       kCols, d.patches);
+                       kCols, d.patches, threads);
   }
   benchmark::ClobberMemory();
 }
 
-void run_sgemm(MergeData& d, std::int64_t rank) {
+void run_sgemm(MergeData& d, std::int64_t rank, int threads) {
+  std::optional<detail::SingleThreadedBlas> one_thread;
+  if (threads == 1) one_thread.emplace();
   for (std::int64_t t = 0; t < kWeights; ++t) {
     detail::matmul_add(d.a.data(), d.b.data(), d.c.data(), kRows, rank, kCols, 0.8f);
   }
   benchmark::ClobberMemory();
 }
 
-// A streaming write of the same bytes on the merge's threads (each writes its own part).
-void run_stream(MergeData& d) {
-  const int threads = detail::merge_threads(kRows, kCols);
-  const std::size_t n = d.stream.size();
+void run_stream(MergeData& d, int threads) {
   static char fill = 0;
-  ++fill;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int t = 0; t < threads; ++t) {
-    const std::size_t b0 = n * static_cast<std::size_t>(t) / threads, b1 = n * static_cast<std::size_t>(t + 1) / threads;
-    std::memset(d.stream.data() + b0, fill, b1 - b0);
-  }
+  const char value = ++fill;
+  split(threads, d.stream.size(), [&](std::size_t b0, std::size_t b1) { std::memset(d.stream.data() + b0, value, b1 - b0); });
   benchmark::ClobberMemory();
 }
 
-void run_copy(MergeData& d) {
-  const int threads = detail::merge_threads(kRows, kCols);
-  const std::size_t n = d.w_in.size() * 2;
+void run_copy(MergeData& d, int threads) {
   const auto* src = reinterpret_cast<const char*>(d.w_in.data());
   auto* dst = reinterpret_cast<char*>(d.w_out.data());
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int t = 0; t < threads; ++t) {
-    const std::size_t b0 = n * static_cast<std::size_t>(t) / threads, b1 = n * static_cast<std::size_t>(t + 1) / threads;
-    std::memcpy(dst + b0, src + b0, b1 - b0);
-  }
+  split(threads, d.w_in.size() * 2, [&](std::size_t b0, std::size_t b1) { std::memcpy(dst + b0, src + b0, b1 - b0); });
   benchmark::ClobberMemory();
 }
 
 void BM_MergeKernel(benchmark::State& state) {
   const std::int64_t rank = state.range(0);
+  const int threads = state.range(1) == 0 ? detail::merge_threads(kRows, kCols) : static_cast<int>(state.range(1));
   MergeData d = make_merge_data(rank);
-  for (auto _ : state) run_merge(d);
+  for (auto _ : state) run_merge(d, threads);
   Best merge, sgemm, stream, copy;
   for (int i = 0; i < kReps; ++i) {
-    merge.time([&] { run_merge(d); });
-    sgemm.time([&] { run_sgemm(d, rank); });
-    stream.time([&] { run_stream(d); });
-    copy.time([&] { run_copy(d); });
+    merge.time([&] { run_merge(d, threads); });
+    sgemm.time([&] { run_sgemm(d, rank, threads); });
+    stream.time([&] { run_stream(d, threads); });
+    copy.time([&] { run_copy(d, threads); });
   }
   const double bytes = static_cast<double>(kWeights * kRows * kCols * 2);
   const double flops = 2.0 * static_cast<double>(kWeights * kRows * kCols * rank);
-  state.counters["threads"] = detail::merge_threads(kRows, kCols);
+  state.counters["threads"] = threads;
   state.counters["blas_threads"] = detail::blas_threads();
   state.counters["cpu_merge_GB_per_s"] = bytes / merge.cpu / 1e9;
   state.counters["cpu_merge_GFLOP_per_s"] = flops / merge.cpu / 1e9;
   state.counters["cpu_sgemm_GFLOP_per_s"] = flops / sgemm.cpu / 1e9;
   state.counters["cpu_stream_GB_per_s"] = bytes / stream.cpu / 1e9;
+  state.counters["cpu_copy_GB_per_s"] = bytes / copy.cpu / 1e9;
   state.counters["cpu_ratio_vs_sgemm"] = sgemm.cpu / merge.cpu;
   state.counters["cpu_ratio_vs_stream"] = stream.cpu / merge.cpu;
-  state.counters["cpu_copy_GB_per_s"] = bytes / copy.cpu / 1e9;
   state.counters["cpu_ratio_vs_copy"] = copy.cpu / merge.cpu;
+  state.counters["wall_merge_GB_per_s"] = bytes / merge.wall / 1e9;
   state.counters["wall_ratio_vs_sgemm"] = sgemm.wall / merge.wall;
   state.counters["wall_ratio_vs_stream"] = stream.wall / merge.wall;
+  state.counters["wall_ratio_vs_copy"] = copy.wall / merge.wall;
   state.SetLabel(std::string("OpenBLAS ") + detail::blas_threading());
 }
-BENCHMARK(BM_MergeKernel)->Arg(4)->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_MergeKernel)
+    ->ArgsProduct({{4, 16, 64}, {1, 0}})  // 0: one thread per core
+    ->ArgNames({"rank", "threads"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(0.5);
 
 // Memory write bandwidth of one thread: best of several memsets of a buffer far larger than
 // the caches (the peer of BM_MergeFile, whose file write is single-threaded).

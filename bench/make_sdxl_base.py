@@ -131,7 +131,7 @@ def lora_tensors(keys, rank=16):
                 out += [(name + ".w_norm", shape), (name + ".b_norm", shape)]
             modules += 1
         elif k.startswith(te1 + "encoder.layers.") and k.endswith(".weight") and "layer_norm" not in k:
-            name = "lora_te1_" + k[len(te1):-len(".weight")].replace(".", "_")
+            name = "lora_te1_text_model_" + k[len(te1):-len(".weight")].replace(".", "_")
             out += [(name + ".lora_down.weight", (rank, shape[1])), (name + ".lora_up.weight", (shape[0], rank)),
                     (name + ".alpha", ())]
             modules += 1

@@ -11,6 +11,7 @@
 #include "genscope/lora.hpp"
 #include "genscope/model_patcher.hpp"
 #include "lora/lora_delta.hpp"
+#include "lora/matmul.hpp"
 #include "lora/merge_kernel.hpp"
 #include "model/float_convert.hpp"
 
@@ -96,7 +97,8 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
       s.fill = [&base, entry, prepared](std::span<std::byte> dst) {
         const std::int64_t rows = entry->shape.empty() ? 1 : entry->shape[0];
         const std::int64_t cols = static_cast<std::int64_t>(entry->nbytes() / dtype_size(entry->dtype)) / std::max<std::int64_t>(rows, 1);
-        detail::merge_rows(base.bytes(*entry).data(), dst.data(), entry->dtype, rows, cols, *prepared);
+        detail::merge_rows(base.bytes(*entry).data(), dst.data(), entry->dtype, rows, cols, *prepared,
+                           detail::merge_threads(rows, cols));
       };
     } else {
       s.fill = [&base, &patcher, entry](std::span<std::byte> dst) {
@@ -111,6 +113,9 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
   std::map<std::string, std::string> metadata = base.metadata();
   metadata["genscope.merged_lora"] = lora_path.filename().string();
   metadata["genscope.merged_strength"] = std::to_string(strength);
+  // Every product runs on its caller's thread while the file is written: the fused blocks on
+  // merge_rows' threads, the rest (small: LoCon mid, LoHa, LoKr, DoRA, chunks) on this one.
+  const detail::SingleThreadedBlas blas_on_callers;
   write_safetensors(out, sources, metadata);
   return result;
 }

@@ -1,10 +1,10 @@
 // cblas_sgemm wrappers and the OpenBLAS thread guard (see matmul.hpp). Which OpenBLAS build
 // is loaded is decided at run time by Debian's alternatives (libopenblas.so.0), so the guard
 // asks the library (openblas_get_parallel) instead of assuming the one linked at build time.
-// The OpenMP build would run single-threaded inside an *active* OpenMP region by itself, but a
-// region whose team OpenMP shrank to one thread is not active (omp_in_parallel() is false) and
-// OpenBLAS would then start threads that its own nested, one-thread region cannot run: a
-// deadlock. So both threaded builds are set to one thread explicitly.
+// OpenBLAS 0.3.21's OpenMP build (common_thread.h num_cpu_avail) returns one thread when the
+// caller's omp_get_max_threads() is 1 or it is inside an active OpenMP region, and otherwise
+// resets its global count to the caller's omp_get_max_threads() on every call, so
+// openblas_set_num_threads() does not hold there: the caller's OpenMP count is the knob.
 #include "lora/matmul.hpp"
 
 #include <cblas.h>
@@ -17,10 +17,9 @@ namespace {
 
 constexpr int kOpenblasSerial = 0, kOpenblasPthreads = 1;
 
-std::mutex guard_mutex;
-int guard_depth = 0;      // live guards in this process
-int saved_threads = 0;      // OpenBLAS's thread count before the first guard
-int saved_omp_threads = 0;  // the guarding thread's OpenMP nthreads ICV before it
+std::mutex guard_mutex;  // pthreads build: one process-wide count
+int guard_depth = 0;     // live guards in this process
+int saved_threads = 0;    // pthreads build: its thread count before the first guard
 
 }  // namespace
 
@@ -41,21 +40,32 @@ void matmul_add_at(const float* a, const float* b, float* out, std::int64_t m, s
 }
 
 SingleThreadedBlas::SingleThreadedBlas() {
-  if (openblas_get_parallel() == kOpenblasSerial) return;
-  const std::lock_guard<std::mutex> lock(guard_mutex);
-  if (guard_depth++ == 0) {
-    saved_threads = openblas_get_num_threads();
-    saved_omp_threads = omp_get_max_threads();  // the OpenMP build sets the caller's ICV too
-    if (saved_threads > 1) openblas_set_num_threads(1);
+  switch (openblas_get_parallel()) {
+    case kOpenblasSerial: return;
+    case kOpenblasPthreads: {
+      const std::lock_guard<std::mutex> lock(guard_mutex);
+      if (guard_depth++ == 0) {
+        saved_threads = openblas_get_num_threads();
+        if (saved_threads > 1) openblas_set_num_threads(1);
+      }
+      return;
+    }
+    default:  // OpenMP build: this thread's OpenMP count
+      saved_omp_threads_ = omp_get_max_threads();
+      omp_set_num_threads(1);
+      return;
   }
 }
 
 SingleThreadedBlas::~SingleThreadedBlas() {
-  if (openblas_get_parallel() == kOpenblasSerial) return;
-  const std::lock_guard<std::mutex> lock(guard_mutex);
-  if (--guard_depth == 0 && saved_threads > 1) {
-    openblas_set_num_threads(saved_threads);
-    omp_set_num_threads(saved_omp_threads);
+  switch (openblas_get_parallel()) {
+    case kOpenblasSerial: return;
+    case kOpenblasPthreads: {
+      const std::lock_guard<std::mutex> lock(guard_mutex);
+      if (--guard_depth == 0 && saved_threads > 1) openblas_set_num_threads(saved_threads);
+      return;
+    }
+    default: omp_set_num_threads(saved_omp_threads_); return;
   }
 }
 

@@ -1,11 +1,15 @@
 // Fused convert-patch-convert over blocks of rows (see merge_kernel.hpp). Large weights hand
-// their blocks out over OpenMP threads, each with its own scratch block; the sgemm inside
-// runs on its caller's thread (SingleThreadedBlas), so the two thread pools never stack up.
+// their blocks out, one at a time, to worker threads plus the caller, each with its own
+// scratch block and each holding OpenBLAS to itself (SingleThreadedBlas). Plain std::threads,
+// not OpenMP: a merge runs one short parallel section per tensor between file writes, and
+// idle OpenMP workers spin (libgomp's default wait policy) after every region — a quarter of
+// the CPU of an SDXL merge went to spinning (measured with perf) — while a joined std::thread
+// sleeps.
 #include "lora/merge_kernel.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
+#include <atomic>
+#include <thread>
 
 #include "lora/matmul.hpp"
 #include "model/float_convert.hpp"
@@ -13,22 +17,17 @@
 namespace genscope::detail {
 namespace {
 
-// Below this many elements a thread costs more than it saves.
+// Below this many elements per thread a thread costs more than it saves.
 constexpr std::int64_t kMinElementsPerThread = std::int64_t{1} << 19;
 
-void merge_row_range(const std::byte* src, std::byte* dst, DType dtype, std::int64_t row_begin,
-                     std::int64_t row_end, std::int64_t cols, std::int64_t block,
-                     const std::vector<PreparedLora>& patches, std::vector<float>& buf) {
-  const std::size_t elem = dtype_size(dtype);
-  for (std::int64_t r0 = row_begin; r0 < row_end; r0 += block) {
-    const std::int64_t n = std::min(block, row_end - r0);
-    const std::size_t count = static_cast<std::size_t>(n * cols);
-    convert_to_f32(src, dtype, static_cast<std::size_t>(r0 * cols), count, buf.data());
-    for (const PreparedLora& p : patches) {
-      matmul_add(p.up.data() + r0 * p.rank, p.down.data(), buf.data(), n, p.rank, cols, p.coefficient);
-    }
-    convert_from_f32(buf.data(), count, dtype, dst + static_cast<std::size_t>(r0 * cols) * elem);
+void merge_block(const std::byte* src, std::byte* dst, DType dtype, std::int64_t r0, std::int64_t n,
+                 std::int64_t cols, const std::vector<PreparedLora>& patches, std::vector<float>& buf) {
+  const std::size_t count = static_cast<std::size_t>(n * cols);
+  convert_to_f32(src, dtype, static_cast<std::size_t>(r0 * cols), count, buf.data());
+  for (const PreparedLora& p : patches) {
+    matmul_add(p.up.data() + r0 * p.rank, p.down.data(), buf.data(), n, p.rank, cols, p.coefficient);
   }
+  convert_from_f32(buf.data(), count, dtype, dst + static_cast<std::size_t>(r0 * cols) * dtype_size(dtype));
 }
 
 }  // namespace
@@ -38,35 +37,30 @@ std::int64_t merge_block_rows(std::int64_t cols) noexcept {
 }
 
 int merge_threads(std::int64_t rows, std::int64_t cols) noexcept {
+  const std::int64_t cores = std::max(1u, std::thread::hardware_concurrency());
   const std::int64_t by_size = std::max<std::int64_t>(1, rows * cols / kMinElementsPerThread);
   const std::int64_t by_rows = std::max<std::int64_t>(1, rows / merge_block_rows(cols));
-  return static_cast<int>(std::min({static_cast<std::int64_t>(omp_get_max_threads()), by_size, by_rows}));
+  return static_cast<int>(std::min({cores, by_size, by_rows}));
 }
 
 void merge_rows(const std::byte* src, std::byte* dst, DType dtype, std::int64_t rows, std::int64_t cols,
-                const std::vector<PreparedLora>& patches) {
+                const std::vector<PreparedLora>& patches, int threads) {
   const std::int64_t block = merge_block_rows(cols);
-  const int threads = merge_threads(rows, cols);
-  std::vector<std::vector<float>> bufs(static_cast<std::size_t>(threads));
-  for (auto& b : bufs) b.resize(static_cast<std::size_t>(std::min(block, rows) * cols));
-  if (threads <= 1) {
-    merge_row_range(src, dst, dtype, 0, rows, cols, block, patches, bufs[0]);
-    return;
-  }
-  const SingleThreadedBlas blas_on_callers;
-  // Dynamic team sizes for this region only (omp_set_dynamic is per thread): libgomp then gives
-  // it only the cores the load average leaves free, because on an oversubscribed machine every
-  // join would wait for a descheduled thread (measured: 10× slower than one thread).
-  const int dynamic = omp_get_dynamic();
-  omp_set_dynamic(1);
-  // Blocks are handed out one at a time: a slower thread takes fewer of them.
   const std::int64_t blocks = (rows + block - 1) / block;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    merge_row_range(src, dst, dtype, b * block, std::min(rows, (b + 1) * block), cols, block, patches,
-                    bufs[static_cast<std::size_t>(omp_get_thread_num())]);
-  }
-  omp_set_dynamic(dynamic);
+  threads = static_cast<int>(std::clamp<std::int64_t>(threads, 1, blocks));
+  std::atomic<std::int64_t> next{0};
+  const auto work = [&] {
+    const SingleThreadedBlas blas_on_this_thread;
+    std::vector<float> buf(static_cast<std::size_t>(std::min(block, rows) * cols));
+    for (std::int64_t b = next++; b < blocks; b = next++) {
+      merge_block(src, dst, dtype, b * block, std::min(block, rows - b * block), cols, patches, buf);
+    }
+  };
+  std::vector<std::thread> workers;
+  workers.reserve(static_cast<std::size_t>(threads - 1));
+  for (int t = 1; t < threads; ++t) workers.emplace_back(work);
+  work();
+  for (std::thread& w : workers) w.join();
 }
 
 }  // namespace genscope::detail

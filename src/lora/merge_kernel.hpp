@@ -25,12 +25,13 @@ struct PreparedLora {
 inline constexpr std::int64_t kMergeBlockElements = std::int64_t{1} << 18;
 /// Rows per block for a weight of `cols` columns (a multiple of 8, at least 8).
 std::int64_t merge_block_rows(std::int64_t cols) noexcept;
-/// Threads merge_rows uses for a rows × cols weight (OpenMP's max, fewer for small weights).
+/// Threads worth using for a rows × cols weight: one per core, fewer for small weights.
 int merge_threads(std::int64_t rows, std::int64_t cols) noexcept;
 
 /// dst = src + Σ coefficient·up·down for a rows × cols weight stored as `dtype` (a float
-/// dtype); src and dst may not overlap.
+/// dtype), on `threads` threads (the caller's included), each holding OpenBLAS to itself
+/// (SingleThreadedBlas); src and dst may not overlap.
 void merge_rows(const std::byte* src, std::byte* dst, DType dtype, std::int64_t rows, std::int64_t cols,
-                const std::vector<PreparedLora>& patches);
+                const std::vector<PreparedLora>& patches, int threads);
 
 }  // namespace genscope::detail

@@ -250,8 +250,8 @@ TEST(LoraMatmul, BlasProductsMatchADoubleLoop) {
   }
 }
 
-// The fused kernel, its rows split over threads, two patches on one F16 weight: every output
-// within one F16 ulp of the double-precision result.
+// The fused kernel, its row blocks handed to three threads, two patches on one F16 weight:
+// every output within one F16 ulp of the double-precision result.
 TEST(LoraMergeKernel, ThreadedRowSplitMatchesPlainProduct) {
   const std::int64_t rows = 1000, cols = 700, rank = 12;
   ASSERT_GT(detail::merge_threads(rows, cols), 0);
@@ -269,7 +269,7 @@ TEST(LoraMergeKernel, ThreadedRowSplitMatchesPlainProduct) {
   std::vector<std::uint16_t> src(rows * cols), dst(rows * cols);
   for (auto& x : src) x = detail::f32_to_f16(nd(rng));
   detail::merge_rows(reinterpret_cast<const std::byte*>(src.data()), reinterpret_cast<std::byte*>(dst.data()),
-                     DType::kF16, rows, cols, patches);
+                     DType::kF16, rows, cols, patches, 3);  // more threads than cores is allowed
   std::size_t off_by_more_than_one_ulp = 0;
   for (std::int64_t i = 0; i < rows; ++i) {
     for (std::int64_t j = 0; j < cols; ++j) {
@@ -286,18 +286,31 @@ TEST(LoraMergeKernel, ThreadedRowSplitMatchesPlainProduct) {
   EXPECT_EQ(off_by_more_than_one_ulp, 0u);
 }
 
-// The guard that keeps OpenBLAS single-threaded inside the merge's own threads restores
-// OpenBLAS's and the caller's OpenMP thread counts, also when guards nest.
+// The guard that keeps OpenBLAS on its caller's thread: the OpenMP build follows the calling
+// thread's OpenMP count (set to 1, restored), the pthreads build its global count; nested
+// guards restore what the outer one set.
 TEST(LoraMergeKernel, BlasThreadGuardRestoresThreadCounts) {
   const int blas_before = detail::blas_threads(), omp_before = omp_get_max_threads();
+  const std::string build = detail::blas_threading();
+  const auto single = [&] {
+    if (build == "openmp") return omp_get_max_threads() == 1;
+    if (build == "pthreads") return detail::blas_threads() == 1;
+    return true;
+  };
   {
     const detail::SingleThreadedBlas outer;
-    if (std::string(detail::blas_threading()) != "serial") EXPECT_EQ(detail::blas_threads(), 1);
+    EXPECT_TRUE(single()) << build;
     {
       const detail::SingleThreadedBlas inner;
-      if (std::string(detail::blas_threading()) != "serial") EXPECT_EQ(detail::blas_threads(), 1);
+      EXPECT_TRUE(single()) << build;
     }
-    if (std::string(detail::blas_threading()) != "serial") EXPECT_EQ(detail::blas_threads(), 1);
+    EXPECT_TRUE(single()) << build;
+    // A BLAS call under the guard leaves it in force (OpenBLAS's OpenMP build re-reads the
+    // caller's count on every call).
+    std::vector<float> a(256 * 256, 0.5f), b(256 * 256, 0.5f), c(256 * 256, 0.0f);
+    detail::matmul_add(a.data(), b.data(), c.data(), 256, 256, 256, 1.0f);
+    EXPECT_FLOAT_EQ(c[777], 64.0f);
+    EXPECT_TRUE(single()) << build;
   }
   EXPECT_EQ(detail::blas_threads(), blas_before);
   EXPECT_EQ(omp_get_max_threads(), omp_before);
@@ -309,7 +322,7 @@ TEST(LoraMergeKernel, BlasThreadGuardRestoresThreadCounts) {
   patches[0].down.assign(4 * cols, 0.01f);
   std::vector<std::uint16_t> src(rows * cols, 0), dst(rows * cols, 1);
   detail::merge_rows(reinterpret_cast<const std::byte*>(src.data()), reinterpret_cast<std::byte*>(dst.data()),
-                     DType::kF16, rows, cols, patches);
+                     DType::kF16, rows, cols, patches, 2);
   EXPECT_FLOAT_EQ(detail::f16_to_f32(dst[12345]), detail::f16_to_f32(detail::f32_to_f16(4 * 0.01f * 0.01f)));
   EXPECT_EQ(detail::blas_threads(), blas_before);
   EXPECT_EQ(omp_get_max_threads(), omp_before);
