@@ -300,8 +300,8 @@ MergeData make_merge_data(std::int64_t rank) {
 void run_merge(MergeData& d, int threads) {
   for (std::int64_t t = 0; t < kWeights; ++t) {
     detail::merge_rows(reinterpret_cast<const std::byte*>(d.w_in.data() + t * kRows * kCols),
-                       reinterpret_cast<std::byte*>(d.w_out.data() + t * kRows * kCols), DType::kF16, kRows,
-                       kCols, d.patches, threads);
+                       reinterpret_cast<std::byte*>(d.w_out.data() + t * kRows * kCols), DType::kF16, 0,
+                       kRows, kCols, d.patches, threads);
   }
   benchmark::ClobberMemory();
 }

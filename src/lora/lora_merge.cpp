@@ -92,13 +92,22 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
     s.shape = e.shape;
     const SafetensorsEntry* entry = &e;
     if (patcher.patches().count(e.name) == 0) {
-      s.fill = [&base, entry](std::span<std::byte> dst) { std::memcpy(dst.data(), base.bytes(*entry).data(), dst.size()); };
+      s.part_bytes = detail::kMergePartBytes;
+      s.fill_part = [&base, entry](std::uint64_t offset, std::span<std::byte> part) {
+        std::memcpy(part.data(), base.bytes(*entry).data() + offset, part.size());
+      };
     } else if (auto prepared = prepare_plain(patcher.patches().at(e.name), e)) {
-      s.fill = [&base, entry, prepared](std::span<std::byte> dst) {
-        const std::int64_t rows = entry->shape.empty() ? 1 : entry->shape[0];
-        const std::int64_t cols = static_cast<std::int64_t>(entry->nbytes() / dtype_size(entry->dtype)) / std::max<std::int64_t>(rows, 1);
-        detail::merge_rows(base.bytes(*entry).data(), dst.data(), entry->dtype, rows, cols, *prepared,
-                           detail::merge_threads(rows, cols));
+      // Whole rows per part, each merged while the writer's buffer is still in cache.
+      const std::int64_t rows = e.shape.empty() ? 1 : e.shape[0];
+      const std::int64_t cols = static_cast<std::int64_t>(e.nbytes() / dtype_size(e.dtype)) / std::max<std::int64_t>(rows, 1);
+      const std::uint64_t row_bytes = static_cast<std::uint64_t>(cols) * dtype_size(e.dtype);
+      s.part_bytes = row_bytes == 0 ? detail::kMergePartBytes
+                                    : std::max<std::uint64_t>(1, detail::kMergePartBytes / row_bytes) * row_bytes;
+      s.fill_part = [&base, entry, prepared, cols, row_bytes](std::uint64_t offset, std::span<std::byte> part) {
+        const auto first = static_cast<std::int64_t>(offset / row_bytes);
+        const auto n = static_cast<std::int64_t>(part.size() / row_bytes);
+        detail::merge_rows(base.bytes(*entry).data(), part.data(), entry->dtype, first, first + n, cols, *prepared,
+                           detail::merge_threads(n, cols));
       };
     } else {
       s.fill = [&base, &patcher, entry](std::span<std::byte> dst) {

@@ -20,14 +20,15 @@ namespace {
 // Below this many elements per thread a thread costs more than it saves.
 constexpr std::int64_t kMinElementsPerThread = std::int64_t{1} << 19;
 
-void merge_block(const std::byte* src, std::byte* dst, DType dtype, std::int64_t r0, std::int64_t n,
-                 std::int64_t cols, const std::vector<PreparedLora>& patches, std::vector<float>& buf) {
+// Rows [r0, r0 + n) of the weight `src` into `dst` (which starts at row `first` of it).
+void merge_block(const std::byte* src, std::byte* dst, DType dtype, std::int64_t first, std::int64_t r0,
+                 std::int64_t n, std::int64_t cols, const std::vector<PreparedLora>& patches, std::vector<float>& buf) {
   const std::size_t count = static_cast<std::size_t>(n * cols);
   convert_to_f32(src, dtype, static_cast<std::size_t>(r0 * cols), count, buf.data());
   for (const PreparedLora& p : patches) {
     matmul_add(p.up.data() + r0 * p.rank, p.down.data(), buf.data(), n, p.rank, cols, p.coefficient);
   }
-  convert_from_f32(buf.data(), count, dtype, dst + static_cast<std::size_t>(r0 * cols) * dtype_size(dtype));
+  convert_from_f32(buf.data(), count, dtype, dst + static_cast<std::size_t>((r0 - first) * cols) * dtype_size(dtype));
 }
 
 }  // namespace
@@ -43,8 +44,10 @@ int merge_threads(std::int64_t rows, std::int64_t cols) noexcept {
   return static_cast<int>(std::min({cores, by_size, by_rows}));
 }
 
-void merge_rows(const std::byte* src, std::byte* dst, DType dtype, std::int64_t rows, std::int64_t cols,
-                const std::vector<PreparedLora>& patches, int threads) {
+void merge_rows(const std::byte* src, std::byte* dst, DType dtype, std::int64_t row_begin, std::int64_t row_end,
+                std::int64_t cols, const std::vector<PreparedLora>& patches, int threads) {
+  const std::int64_t rows = row_end - row_begin;
+  if (rows <= 0) return;
   const std::int64_t block = merge_block_rows(cols);
   const std::int64_t blocks = (rows + block - 1) / block;
   threads = static_cast<int>(std::clamp<std::int64_t>(threads, 1, blocks));
@@ -53,7 +56,8 @@ void merge_rows(const std::byte* src, std::byte* dst, DType dtype, std::int64_t 
     const SingleThreadedBlas blas_on_this_thread;
     std::vector<float> buf(static_cast<std::size_t>(std::min(block, rows) * cols));
     for (std::int64_t b = next++; b < blocks; b = next++) {
-      merge_block(src, dst, dtype, b * block, std::min(block, rows - b * block), cols, patches, buf);
+      const std::int64_t r0 = row_begin + b * block;
+      merge_block(src, dst, dtype, row_begin, r0, std::min(block, row_end - r0), cols, patches, buf);
     }
   };
   std::vector<std::thread> workers;

@@ -28,10 +28,15 @@ std::int64_t merge_block_rows(std::int64_t cols) noexcept;
 /// Threads worth using for a rows × cols weight: one per core, fewer for small weights.
 int merge_threads(std::int64_t rows, std::int64_t cols) noexcept;
 
-/// dst = src + Σ coefficient·up·down for a rows × cols weight stored as `dtype` (a float
-/// dtype), on `threads` threads (the caller's included), each holding OpenBLAS to itself
-/// (SingleThreadedBlas); src and dst may not overlap.
-void merge_rows(const std::byte* src, std::byte* dst, DType dtype, std::int64_t rows, std::int64_t cols,
-                const std::vector<PreparedLora>& patches, int threads);
+/// Bytes of merged output handed to the file writer at a time (write_safetensors fill_part):
+/// a few blocks per thread, small enough to still be in cache when write() copies it.
+inline constexpr std::uint64_t kMergePartBytes = std::uint64_t{4} << 20;
+
+/// Rows [row_begin, row_end) of dst = src + Σ coefficient·up·down for a weight of `cols`
+/// columns stored as `dtype` (a float dtype): `src` is the whole weight, `dst` receives just
+/// those rows. Runs on `threads` threads (the caller's included), each holding OpenBLAS to
+/// itself (SingleThreadedBlas); src and dst may not overlap.
+void merge_rows(const std::byte* src, std::byte* dst, DType dtype, std::int64_t row_begin, std::int64_t row_end,
+                std::int64_t cols, const std::vector<PreparedLora>& patches, int threads);
 
 }  // namespace genscope::detail

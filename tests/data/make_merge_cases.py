@@ -226,8 +226,9 @@ def main(outdir):
         B + "attn1.to_out.0.bias": T(rnd(rng, (16,), 0.1), "F16"),
         B + "attn2.to_k.weight": T(rnd(rng, (16, 24), 0.1), "BF16"),
         B + "attn2.to_v.weight": T(rnd(rng, (16, 24), 0.1), "F16"),
-        # Large enough for the fused kernel to split its rows over threads.
-        B + "ff.net.0.proj.weight": T(rnd(rng, (1024, 640), 0.05), "F16"),
+        # Large enough for the fused kernel to split its rows over threads and for the writer
+        # to take it in two parts (5 MiB of F16, parts of 4 MiB).
+        B + "ff.net.0.proj.weight": T(rnd(rng, (2560, 1024), 0.05), "F16"),
         B + "ff.net.2.weight": T(rnd(rng, (16, 64), 0.1), "F16"),
         "cond_stage_model.transformer.text_model.final_layer_norm.weight": T(1 + rnd(rng, (12,), 0.1), "F16"),
     }
@@ -252,8 +253,8 @@ def main(outdir):
     proj_in = U + "input_blocks.1.1.proj_in.weight"
     # ---- plain LoRA: fused path (threads, conv kernel flattened), alpha 0 / none, PEFT DoRA ----
     lora = {
-        k(B + "ff.net.0.proj.weight") + ".lora_up.weight": T(rnd(rng, (1024, 16), 0.2), "F16"),
-        k(B + "ff.net.0.proj.weight") + ".lora_down.weight": T(rnd(rng, (16, 640), 0.2), "F16"),
+        k(B + "ff.net.0.proj.weight") + ".lora_up.weight": T(rnd(rng, (2560, 16), 0.2), "F16"),
+        k(B + "ff.net.0.proj.weight") + ".lora_down.weight": T(rnd(rng, (16, 1024), 0.2), "F16"),
         k(B + "ff.net.0.proj.weight") + ".alpha": T(8.0, "F32"),
         k(B + "attn1.to_q.weight") + ".lora_up.weight": T(rnd(rng, (16, 4), 0.2)),
         k(B + "attn1.to_q.weight") + ".lora_down.weight": T(rnd(rng, (4, 16), 0.2)),

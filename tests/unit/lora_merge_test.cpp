@@ -269,7 +269,7 @@ TEST(LoraMergeKernel, ThreadedRowSplitMatchesPlainProduct) {
   std::vector<std::uint16_t> src(rows * cols), dst(rows * cols);
   for (auto& x : src) x = detail::f32_to_f16(nd(rng));
   detail::merge_rows(reinterpret_cast<const std::byte*>(src.data()), reinterpret_cast<std::byte*>(dst.data()),
-                     DType::kF16, rows, cols, patches, 3);  // more threads than cores is allowed
+                     DType::kF16, 0, rows, cols, patches, 3);  // more threads than cores is allowed
   std::size_t off_by_more_than_one_ulp = 0;
   for (std::int64_t i = 0; i < rows; ++i) {
     for (std::int64_t j = 0; j < cols; ++j) {
@@ -322,7 +322,7 @@ TEST(LoraMergeKernel, BlasThreadGuardRestoresThreadCounts) {
   patches[0].down.assign(4 * cols, 0.01f);
   std::vector<std::uint16_t> src(rows * cols, 0), dst(rows * cols, 1);
   detail::merge_rows(reinterpret_cast<const std::byte*>(src.data()), reinterpret_cast<std::byte*>(dst.data()),
-                     DType::kF16, rows, cols, patches, 2);
+                     DType::kF16, 0, rows, cols, patches, 2);
   EXPECT_FLOAT_EQ(detail::f16_to_f32(dst[12345]), detail::f16_to_f32(detail::f32_to_f16(4 * 0.01f * 0.01f)));
   EXPECT_EQ(detail::blas_threads(), blas_before);
   EXPECT_EQ(omp_get_max_threads(), omp_before);
