@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <thread>
 
 #include "lora/matmul.hpp"
@@ -22,13 +23,13 @@ constexpr std::int64_t kMinElementsPerThread = std::int64_t{1} << 19;
 
 // Rows [r0, r0 + n) of the weight `src` into `dst` (which starts at row `first` of it).
 void merge_block(const std::byte* src, std::byte* dst, DType dtype, std::int64_t first, std::int64_t r0,
-                 std::int64_t n, std::int64_t cols, const std::vector<PreparedLora>& patches, std::vector<float>& buf) {
+                 std::int64_t n, std::int64_t cols, const std::vector<PreparedLora>& patches, float* buf) {
   const std::size_t count = static_cast<std::size_t>(n * cols);
-  convert_to_f32(src, dtype, static_cast<std::size_t>(r0 * cols), count, buf.data());
+  convert_to_f32(src, dtype, static_cast<std::size_t>(r0 * cols), count, buf);
   for (const PreparedLora& p : patches) {
-    matmul_add(p.up.data() + r0 * p.rank, p.down.data(), buf.data(), n, p.rank, cols, p.coefficient);
+    matmul_add(p.up.data() + r0 * p.rank, p.down.data(), buf, n, p.rank, cols, p.coefficient);
   }
-  convert_from_f32(buf.data(), count, dtype, dst + static_cast<std::size_t>((r0 - first) * cols) * dtype_size(dtype));
+  convert_from_f32(buf, count, dtype, dst + static_cast<std::size_t>((r0 - first) * cols) * dtype_size(dtype));
 }
 
 }  // namespace
@@ -54,10 +55,11 @@ void merge_rows(const std::byte* src, std::byte* dst, DType dtype, std::int64_t 
   std::atomic<std::int64_t> next{0};
   const auto work = [&] {
     const SingleThreadedBlas blas_on_this_thread;
-    std::vector<float> buf(static_cast<std::size_t>(std::min(block, rows) * cols));
+    // Uninitialised: every block is converted into it before use.
+    const auto buf = std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(std::min(block, rows) * cols));
     for (std::int64_t b = next++; b < blocks; b = next++) {
       const std::int64_t r0 = row_begin + b * block;
-      merge_block(src, dst, dtype, row_begin, r0, std::min(block, row_end - r0), cols, patches, buf);
+      merge_block(src, dst, dtype, row_begin, r0, std::min(block, row_end - r0), cols, patches, buf.get());
     }
   };
   std::vector<std::thread> workers;
