@@ -1,6 +1,7 @@
 // LoRA benchmarks, each against a peer or a physical limit measured in the same run:
-//  - inspect + map a 2,000-module LoRA against a ~2,500-tensor SDXL-like base, vs Python's
-//    json.loads of the same two headers (bench/lora_json_peer.py, run by this binary);
+//  - inspect + map a 2,000-module LoRA against a ~2,500-tensor SDXL-like base (both loader
+//    profiles, as `lora inspect --base` does; and one loader only), vs Python's json.loads of
+//    the same two headers (bench/lora_json_peer.py, run by this binary);
 //  - the merge kernel vs the same BLAS's sgemm FLOP rate and vs a streaming write of the same
 //    bytes (BM_MergeKernel), and the whole file merge (BM_MergeFile);
 //  - ||dW||_F by the trace identity vs forming up·down (rank 16, 1280×1280).
@@ -183,6 +184,18 @@ void BM_InspectAndMap(benchmark::State& state) {
   state.counters["python_json_loads_ms"] = python_s * 1e3;
 }
 BENCHMARK(BM_InspectAndMap)->Unit(benchmark::kMillisecond);
+
+// The same with one loader's fit only (what `lora apply` and fit_lora(..., false) do; the CLI's
+// inspect also computes the other loader for its comparison line, as BM_InspectAndMap does).
+void BM_InspectAndMapOneLoader(benchmark::State& state) {
+  const InspectFiles& f = inspect_files();
+  for (auto _ : state) {
+    const auto lora = LoraFile::open(f.lora, true);
+    const auto base = SafetensorsFile::open(f.base);
+    benchmark::DoNotOptimize(fit_lora(*lora, base, LoraLoader::kComfyUI, false).matched.size());
+  }
+}
+BENCHMARK(BM_InspectAndMapOneLoader)->Unit(benchmark::kMillisecond);
 
 // The parts of BM_InspectAndMap: opening + analysing the LoRA, and mapping it onto the base.
 void BM_InspectOnly(benchmark::State& state) {

@@ -57,7 +57,7 @@ struct LoraModule {
   LoraTarget target = LoraTarget::kUnknown;
   /// Role -> tensor key. Roles: up, down, mid, alpha, dora_scale, hada_w1_a, hada_w1_b,
   /// hada_w2_a, hada_w2_b, hada_t1, hada_t2, lokr_w1, lokr_w1_a, lokr_w1_b, lokr_w2,
-  /// lokr_w2_a, lokr_w2_b, lokr_t2, diff, diff_b, set_weight, w_norm, b_norm.
+  /// lokr_w2_a, lokr_w2_b, lokr_t2, diff, diff_b, set_weight, w_norm, b_norm, reshape_weight.
   std::map<std::string, std::string> tensors;
   std::int64_t rank = 0;          ///< Rows of down (LoRA/LoHa), 0 when not applicable.
   std::optional<double> alpha;    ///< The alpha tensor's value, when present.
@@ -147,44 +147,118 @@ ModelArch detect_model_arch(const std::vector<std::string>& model_keys);
 std::optional<UnetConfig> unet_config_from_keys(const std::vector<std::string>& model_keys);
 /// ComfyUI's unet_to_diffusers: diffusers UNet key -> ldm key, generated from the structure.
 std::map<std::string, std::string> unet_to_diffusers(const UnetConfig& config);
-/// Where a LoRA module lands in the base: a weight key, or one of `chunks` equal row blocks
-/// of it (OpenCLIP's fused attn.in_proj_weight holds q, k, v as chunks 0, 1, 2).
-struct LoraKeyTarget {
-  std::string key;       ///< The weight key.
-  int chunk = 0;         ///< Row block of `key` the module patches.
-  int chunks = 1;        ///< Equal row blocks `key` is split into.
-  std::string bias_key{};  ///< `<module>.bias` patched by diff_b / b_norm; empty when none.
-  bool transpose = false;  ///< The base stores the weight transposed (merge adds dWᵀ).
+/// Which loader's rules a fit follows (`--loader`).
+enum class LoraLoader {
+  kComfyUI,    ///< ComfyUI's LoraLoader: comfy/lora.py key maps, load_lora, add_patches.
+  kDiffusers,  ///< diffusers' load_lora_weights: lora_conversion_utils converters, then PEFT.
 };
-/// ComfyUI's model_lora_keys_unet + model_lora_keys_clip: LoRA module name -> model weight,
-/// for every naming the base's keys allow (ldm/diffusers UNet, transformers, CLIP towers).
+
+/// "comfyui", "diffusers".
+std::string_view lora_loader_name(LoraLoader loader) noexcept;
+/// The loader named "comfyui" or "diffusers"; nullopt for any other name.
+std::optional<LoraLoader> lora_loader_from_name(std::string_view name) noexcept;
+
+/// Where a LoRA module lands in the base file. The delta (or its rows
+/// [delta_row_offset, delta_row_offset + rows) when `rows` > 0) is added to `key`, to the
+/// rows row_window() names; `transpose` adds dWᵀ; `materialize_identity` means the weight is
+/// not in the file and the loader patches an identity-initialised one of `shape`.
+struct LoraKeyTarget {
+  std::string key;   ///< Base file key (for materialize_identity: the key it is written under).
+  int chunk = 0;     ///< Equal row chunk: OpenCLIP's fused attn.in_proj_weight holds q, k, v
+  int chunks = 1;    ///< as chunks 0, 1, 2 of 3.
+  std::int64_t row_offset = 0;  ///< Explicit row window (ComfyUI offset patch (0, start, length)):
+  std::int64_t rows = 0;        ///< first row and row count; 0 rows = whole weight / chunk decides.
+  /// First row of the module's delta landing here, when one fused delta (e.g. Flux qkv) is
+  /// split over several file tensors (a diffusers-layout base): rows [delta_row_offset,
+  /// delta_row_offset + rows) of dW.
+  std::int64_t delta_row_offset = 0;
+  std::string bias_key{};  ///< `<module>.bias` patched by the module's diff_b / b_norm; empty when none.
+  bool transpose = false;  ///< The file stores this weight transposed (SDXL OpenCLIP text_projection).
+  bool materialize_identity = false;  ///< Absent from the file; ComfyUI patches an identity weight.
+  std::vector<std::int64_t> shape{};  ///< Shape of the materialised identity weight.
+  /// First row and row count of the patched window in a weight of `weight_rows` rows.
+  std::pair<std::int64_t, std::int64_t> row_window(std::int64_t weight_rows) const noexcept;
+};
+/// The loader's LoRA name -> base target map over a checkpoint's keys (ComfyUI:
+/// model_lora_keys_unet + model_lora_keys_clip, in their order; later names win). Row windows
+/// that need tensor shapes (Flux/SD3 fused qkv) are left at 0 rows by this key-only form.
 std::map<std::string, LoraKeyTarget> lora_key_map(const std::vector<std::string>& model_keys);
+/// The same over a checkpoint file, with shapes (row windows filled in).
+std::map<std::string, LoraKeyTarget> lora_key_map(const SafetensorsFile& base,
+                                                   LoraLoader loader = LoraLoader::kComfyUI);
 /// Architecture suggested by LoRA module names, with the evidence in words.
 ModelArch detect_lora_arch(const std::vector<std::string>& module_names, std::string* evidence);
 
-/// How a LoRA fits a base model.
+/// A module the loader applies nothing from because another name reaching the same base
+/// weight (and row window) comes later in its key-map order (ComfyUI keeps the last one).
+struct LoraShadowedModule {
+  std::string module;  ///< The dropped module.
+  std::string by;      ///< The module applied instead.
+  std::string key;     ///< The base weight both reach.
+};
+
+/// A module on which the loader itself fails (ComfyUI raises KeyError for an up without its
+/// down; diffusers raises ValueError for keys its converter cannot rename).
+struct LoraLoaderFailure {
+  std::string module;
+  std::string error;    ///< genscope error name a merge throws (LoraMissingHalf, LoraUnsupported).
+  std::string message;  ///< What the loader does, in words.
+};
+
+/// What the other loader profile would do with the same files.
+struct LoraLoaderComparison {
+  LoraLoader loader = LoraLoader::kDiffusers;
+  std::size_t tensors_loaded = 0;           ///< LoRA tensors the other loader loads.
+  std::vector<std::string> only_other_loads;  ///< Tensors it loads and this profile does not.
+  std::vector<std::string> only_this_loads;   ///< Tensors this profile loads and it does not.
+  bool fails = false;                         ///< The other loader fails on this LoRA.
+  std::string summary;  ///< One line, e.g. "diffusers would load these 256 tensors".
+};
+
+/// How a LoRA fits a base model under one loader's rules.
 struct LoraFit {
+  LoraLoader loader = LoraLoader::kComfyUI;
   ModelArch lora_arch = ModelArch::kUnknown;
   ModelArch base_arch = ModelArch::kUnknown;
-  std::vector<std::pair<std::string, LoraKeyTarget>> matched;  ///< Module -> base weight.
-  /// ComfyUI "lora key not loaded": modules whose names map to no key of this base.
+  /// Modules the loader really applies, at most one per base weight and row window, in the
+  /// loader's order: module -> base target. merge_lora applies exactly these.
+  std::vector<std::pair<std::string, LoraKeyTarget>> matched;
+  /// ComfyUI "lora key not loaded: <key>": LoRA tensor keys the loader does not use
+  /// (unmapped modules, half LoRAs, unknown suffixes); diffusers: keys it drops.
   std::vector<std::string> lora_keys_not_loaded;
-  /// ComfyUI "NOT LOADED": model keys a module maps to (by this architecture's naming) that
-  /// the base file does not contain.
+  /// ComfyUI "NOT LOADED <key>": patch keys the model does not have (e.g. a diff_b on a
+  /// weight without bias, a diffusers name for a layer this UNet lacks).
   std::vector<std::string> not_loaded;
+  /// Model keys the loader builds from the detected config and patches, but this file lacks
+  /// (a pruned checkpoint): ComfyUI applies these modules; a merge cannot.
+  std::vector<std::string> missing_from_file;
+  /// Modules dropped because a later name reaches the same weight (warning).
+  std::vector<LoraShadowedModule> shadowed;
+  /// Modules the loader fails on (the whole load fails with the loader).
+  std::vector<LoraLoaderFailure> loader_failures;
+  /// Modules the loader applies in a way a merge into this file cannot reproduce (a
+  /// swap_scale_shift target, a bias window, the loader ignoring a PEFT DoRA magnitude...):
+  /// merge_lora refuses them by name.
+  std::vector<LoraLoaderFailure> merge_unsupported;
   /// Matched modules whose delta shape does not fit the base weight ("module: a vs b").
   std::vector<std::string> shape_mismatches;
+  std::size_t lora_tensors = 0;          ///< Tensors in the LoRA file.
+  std::size_t tensors_loaded = 0;        ///< Of which the loader uses.
   std::size_t base_weights_patched = 0;  ///< Distinct base keys receiving a patch.
   std::size_t base_keys = 0;
   bool architecture_mismatch = false;
-  /// One sentence, e.g. "this LoRA was trained for SDXL; the base is SD1.x".
+  /// One sentence naming the loader, e.g. "comfyui: all 264 modules load onto this SDXL base".
   std::string verdict;
+  /// The other profile, when it was computed (fit_lora computes it).
+  std::optional<LoraLoaderComparison> other_loader;
   /// True when every module matched with a compatible shape and no mismatch was found.
   bool fits() const noexcept;
 };
 
-/// Matches a LoRA against a base model file.
-LoraFit fit_lora(const LoraFile& lora, const SafetensorsFile& base);
+/// Matches a LoRA against a base model file under `loader`'s rules; with
+/// `compare_other_loader`, also summarises what the other loader would do (`other_loader`).
+LoraFit fit_lora(const LoraFile& lora, const SafetensorsFile& base,
+                 LoraLoader loader = LoraLoader::kComfyUI, bool compare_other_loader = true);
 
 /// Result of a merge.
 struct LoraMergeResult {
@@ -195,11 +269,13 @@ struct LoraMergeResult {
   LoraFit fit;
 };
 
-/// Merges `lora` into `base` at `strength` and writes `out` atomically. Nothing is written
-/// when the merge cannot be done correctly; errors: LoraMissingHalf, LoraRankMismatch,
-/// LoraNaN, LoraShapeMismatch, LoraArchitectureMismatch, LoraNothingToMerge.
+/// Merges `lora` into `base` at `strength` as `loader` would apply it (fit_lora(...,
+/// loader).matched, nothing else) and writes `out` atomically. Nothing is written when the
+/// merge cannot be done correctly; errors: LoraMissingHalf, LoraRankMismatch, LoraNaN,
+/// LoraShapeMismatch, LoraArchitectureMismatch, LoraNothingToMerge, LoraUnsupported.
 LoraMergeResult merge_lora(const std::filesystem::path& base, const std::filesystem::path& lora,
-                           const std::filesystem::path& out, double strength);
+                           const std::filesystem::path& out, double strength,
+                           LoraLoader loader = LoraLoader::kComfyUI);
 
 /// JSON forms.
 void to_json(nlohmann::json& json, const LoraModule& module);

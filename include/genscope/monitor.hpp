@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@
 
 #include "genscope/probe.hpp"
 #include "genscope/run.hpp"
+#include "genscope/sink.hpp"
 #include "genscope/step.hpp"
 #include "genscope/usage_stats.hpp"
 
@@ -49,6 +51,20 @@ struct MonitorOptions {
   bool record = false;
   /// The history database; empty = $XDG_DATA_HOME/genscope/history.db.
   std::string history_db;
+  /// Longest ActiveRun::finish() waits for the sinks to receive the finished run (and the
+  /// Monitor's destructor for them to drain) before going on without them.
+  std::chrono::milliseconds sink_timeout{10'000};
+  /// Live events queued for the sinks beyond which new ones are dropped (and counted).
+  std::size_t sink_queue_capacity = 65'536;
+  /// Serve live Prometheus metrics on http://metrics_bind:metrics_port/metrics
+  /// (docs/metrics.md); 0 = off. A port that cannot be bound is a monitoring error of each
+  /// run. (For a system-chosen port, add a genscope::MetricsEndpoint yourself.)
+  std::uint16_t metrics_port = 0;
+  /// The address the metrics endpoint binds ("0.0.0.0" = every IPv4 interface).
+  std::string metrics_bind = "127.0.0.1";
+  /// Push every finished run's metrics to this Pushgateway, e.g. "http://127.0.0.1:9091";
+  /// empty = off. A failed push is a monitoring error of that run.
+  std::string pushgateway_url;
 };
 
 /// Which tensors analysed with analyze_tensor() are also written to disk, and how.
@@ -95,6 +111,13 @@ class ActiveRun {
       throw;
     }
   }
+  /// Adds a step that has already ended and was timed elsewhere (reported by a watched
+  /// program, or forwarded from another process): it started at `start_steady_ns`
+  /// (Step::now_ns() clock) and lasted `step.duration_ns`. Its id and thread are assigned
+  /// here and `parent_id` must name a step of this run or be -1; each probe figure the
+  /// record lacks is filled from the run's samples in that interval ("sampled", or
+  /// "endpoints" when no sample fell inside). Returns the step id; -1 when not recorded.
+  int add_step(StepRecord step, std::int64_t start_steady_ns) noexcept;
   /// Records a monitoring failure (never throws).
   void record_monitoring_error(std::string_view source, std::string_view message) noexcept;
   /// Adds a note on how figures were obtained.
@@ -127,6 +150,8 @@ class Monitor {
   /// Adds a probe (e.g. an allocator probe from an integration). Takes effect for runs
   /// started afterwards.
   void add_probe(std::unique_ptr<Probe> probe);
+  /// Adds a live-event sink (genscope/sink.hpp). Takes effect for runs started afterwards.
+  void add_sink(std::shared_ptr<Sink> sink);
   /// Starts a run. One run at a time per monitor: starting a second while one is active
   /// throws genscope::Error("RunActive").
   ActiveRun start_run(RunOptions options = {});

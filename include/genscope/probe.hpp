@@ -20,8 +20,14 @@ namespace genscope {
 /// The outcome of a probe call: empty error means success.
 struct ProbeStatus {
   std::string error;  ///< Human-readable failure; empty when the call succeeded.
+  /// Set by open() when what the probe reads is simply not on this machine (no NVIDIA
+  /// library or driver, no GPU): `error` says why; the monitor records it in
+  /// Run::absent_probes, not as a monitoring error.
+  bool absent = false;
   bool ok() const noexcept { return error.empty(); }
   static ProbeStatus failure(std::string message) { return {std::move(message)}; }
+  /// open() outcome of a probe whose source is not present on this machine.
+  static ProbeStatus not_present(std::string reason) { return {std::move(reason), true}; }
 };
 
 /// A source of named figures (RAM, VRAM, allocator counters, ...).

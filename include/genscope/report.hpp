@@ -9,11 +9,13 @@ namespace genscope {
 
 /// Options of the console report.
 struct ConsoleOptions {
-  bool plain = false;    ///< ASCII markers instead of emoji.
+  bool plain = false;    ///< ASCII only: markers, arrows and units.
   bool series = false;   ///< Append the sampled time series summary.
+  bool verbose = false;  ///< Add every attachment's full data tree and every metric.
 };
 
-/// Renders the full report of a run (header, one section per step, errors, summary).
+/// Renders the full report of a run (header, one section per step, errors, summary);
+/// docs/report.md shows what each section holds.
 std::string render_console(const Run& run, const ConsoleOptions& options = {});
 
 /// Renders one attachment (tensor analysis, LoRA report, ...) as the report shows it.

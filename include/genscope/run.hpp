@@ -57,6 +57,12 @@ struct MonitoringError {
   std::string step;     ///< The innermost open step on the failing thread, if any.
 };
 
+/// A probe whose source is not on this machine (no NVIDIA driver, no GPU): not an error.
+struct AbsentProbe {
+  std::string probe;   ///< Probe name, e.g. "nvml".
+  std::string reason;  ///< Why, e.g. "no NVIDIA driver library (libnvidia-ml.so.1 not found)".
+};
+
 /// One figure of one step: before, after and the peak in between.
 struct MetricFigures {
   std::string name;  ///< As in MetricInfo::name, e.g. "process.rss_bytes".
@@ -128,6 +134,9 @@ struct StepRecord {
   std::vector<MetricFigures> metrics;
   std::vector<Attempt> attempts;
   std::vector<std::int64_t> iteration_ns;  ///< Raw per-iteration durations.
+  /// True when some durations were inferred rather than observed one by one (e.g. a progress
+  /// bar that showed several iterations in one redraw: its time is spread evenly over them).
+  bool iterations_inferred = false;
   std::map<std::string, double> counters;  ///< items, frames, bytes, characters, tokens, ...
   std::map<std::string, std::string> labels;
   std::vector<Attachment> attachments;
@@ -167,6 +176,7 @@ struct Run {
   PipelineInfo pipeline;
   std::map<std::string, std::string> labels;
   std::vector<std::string> probes;  ///< Probes that were opened successfully.
+  std::vector<AbsentProbe> absent_probes;  ///< Probes with nothing to read on this machine.
   /// Notes on how figures were obtained (e.g. "VmHWM reset refused: peaks are sampled").
   std::vector<std::string> notes;
   std::vector<StepRecord> steps;  ///< In opening order.

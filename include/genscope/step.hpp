@@ -4,8 +4,9 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
-#include <optional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,12 @@ class Step {
   void mark_iteration() noexcept {
     if (state_ != nullptr) mark_iteration_slow();
   }
+  /// Records iterations whose durations were measured elsewhere (e.g. read from a watched
+  /// program's progress bar); `inferred` marks durations that were not observed one by one.
+  void record_iterations(std::span<const std::int64_t> durations_ns, bool inferred) noexcept;
+  /// Adds figures measured elsewhere (e.g. by a watched program's own monitor); they are
+  /// listed after the figures of this run's probes.
+  void add_metric(MetricFigures figures) noexcept;
   /// Records an attempt of a fallback chain that has already finished.
   void record_attempt(std::string_view strategy, StepStatus outcome, std::string_view error,
                       std::int64_t duration_ns) noexcept;

@@ -1,6 +1,16 @@
 """genscope: monitoring and validation of generative diffusion pipelines.
 
-The classes come from the native extension ``genscope._genscope``::
+A PyTorch pipeline (diffusers, ComfyUI, your own) is instrumented in one line::
+
+    import genscope, genscope.torch
+    monitor = genscope.Monitor()
+    run = monitor.start_run(pipeline="t2i", model="sdxl-base")
+    with genscope.torch.instrument(pipe, run):
+        image = pipe(prompt).images[0]
+    print(genscope.render_report(run.finish()))
+
+Steps can also be placed by hand; the classes come from the native extension
+``genscope._genscope`` (``__version__`` is the C++ library's version)::
 
     import genscope
     monitor = genscope.Monitor()
@@ -42,6 +52,17 @@ STEP_KINDS = (
 TENSOR_ROLES = ("conditioning", "pooled", "latent", "image", "other")
 """The roles accepted by Step.analyze_tensor()."""
 
+
+
+def __getattr__(name: str):
+    """``genscope.torch`` is imported on first use, so ``import genscope`` never loads torch."""
+    if name == "torch":
+        import importlib
+
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "Attempt",
     "Error",
@@ -53,4 +74,5 @@ __all__ = [
     "read_run",
     "render_report",
     "write_run",
+    "__version__",
 ]

@@ -8,6 +8,7 @@
 // the GIL: the core never calls a probe while holding that mutex.
 #pragma once
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>  // in every file: type casters must agree across files
 
@@ -16,11 +17,14 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "genscope/dtype.hpp"
 #include "genscope/monitor.hpp"
 #include "genscope/probe.hpp"
 #include "genscope/run.hpp"
 #include "genscope/step.hpp"
+#include "genscope/tensor_view.hpp"
 
 namespace genscope::python {
 
@@ -29,12 +33,24 @@ namespace py = pybind11;
 /// Owns a Monitor; destroys it with the GIL released (joins the sampler thread).
 class PyMonitor {
  public:
-  explicit PyMonitor(MonitorOptions options);
+  /// `cuda_allocator`: None = attach torch.cuda's allocator probe at start_run() when torch is
+  /// imported and CUDA is available; False = never; True/int/list of ints = these devices now.
+  PyMonitor(MonitorOptions options, py::object cuda_allocator);
   ~PyMonitor();
   Monitor& get() { return *monitor_; }
+  /// Adds the torch.cuda allocator probe of `device` (cuda = torch.cuda or a look-alike).
+  void add_torch_cuda_allocator(py::object cuda, int device);
+  /// The automatic attachment, called before every run starts (GIL held).
+  void attach_torch_cuda_if_available();
+  /// Allocator sources added so far (read live by usage_statistics()).
+  const std::vector<std::shared_ptr<AllocatorSource>>& allocator_sources() const {
+    return sources_;
+  }
 
  private:
   std::unique_ptr<Monitor> monitor_;
+  std::vector<std::shared_ptr<AllocatorSource>> sources_;
+  bool auto_cuda_ = false;  ///< Still waiting for the automatic attachment.
 };
 
 /// An ActiveRun plus the finished Run once finish() was called.
@@ -79,6 +95,22 @@ struct PyAttempt {
   std::string error;
 };
 
+/// A host view of a NumPy array or torch tensor plus the Python objects that own its memory.
+struct HostTensor {
+  py::array array;  ///< Keeps the data alive while the GIL is released.
+  TensorView view;
+  std::string framework;  ///< "numpy" or "torch".
+  bool zero_copy = true;
+  std::string note;
+};
+
+/// NumPy array or torch tensor -> host view (torch: detach, cpu, raw bits for bf16/fp8).
+/// genscope.Error("UnsupportedDType") for dtypes genscope does not handle.
+HostTensor to_host(py::handle obj);
+/// "F16", "float16", "torch.float16", "bfloat16", "fp16", ... -> DType;
+/// genscope.Error("UnknownDType") otherwise.
+DType parse_dtype_name(std::string name);
+
 /// "module.Qualname" of an exception type ("RuntimeError" for builtins).
 std::string exception_type_name(py::handle type);
 /// str(exception), never throwing.
@@ -93,6 +125,7 @@ py::object run_to_python(const Run& run);
 void register_monitor(py::module_& m);
 void register_step(py::module_& m);
 void register_tensor(py::module_& m);
+void register_model(py::module_& m);
 
 /// An AllocatorSource that reads `cuda.memory_stats(device)` and calls
 /// `cuda.reset_peak_memory_stats(device)` (cuda = torch.cuda or a look-alike), taking the GIL.

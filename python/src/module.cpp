@@ -113,6 +113,7 @@ PYBIND11_MODULE(_genscope, m) {
   gp::register_monitor(m);
   gp::register_step(m);
   gp::register_tensor(m);
+  gp::register_model(m);
 
   m.def(
       "write_run",

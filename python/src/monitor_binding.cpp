@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "bindings.hpp"
 #include "genscope/error.hpp"
@@ -60,11 +61,90 @@ MonitorOptions monitor_options(double sample_interval_ms, bool process, bool sys
   return o;
 }
 
+py::object number_or_none(double value) {
+  return std::isfinite(value) ? py::object(py::float_(value)) : py::object(py::none());
+}
+
+// Seed 003's get_usage_statistics(): the monitor's totals over finished runs plus the torch
+// allocator's current figures, read now (like torch.cuda.memory_allocated()).
+py::dict usage_statistics(PyMonitor& self) {
+  const UsageStats s = self.get().usage();
+  py::dict out;
+  out["initialization_seconds"] = static_cast<double>(s.initialization_ns) / 1e9;
+  out["generations"] = s.generations;
+  out["average_inference_seconds"] = number_or_none(s.average_inference_ns / 1e9);
+  out["total_inference_seconds"] = static_cast<double>(s.total_inference_ns) / 1e9;
+  out["peak_memory_bytes"] = number_or_none(s.peak_memory_bytes);
+  out["current_memory_bytes"] = number_or_none(s.current_memory_bytes);
+  double allocated = kNaN, reserved = kNaN;
+  for (const auto& source : self.allocator_sources()) {  // the first one that answers
+    AllocatorFigures figures;
+    std::string error;
+    bool ok = false;
+    try {
+      ok = source->read(figures, error);
+    } catch (const std::exception&) {
+    }
+    if (ok) {
+      allocated = figures.allocated_bytes;
+      reserved = figures.reserved_bytes;
+      break;
+    }
+  }
+  out["current_memory_allocated_bytes"] = number_or_none(allocated);
+  out["current_memory_reserved_bytes"] = number_or_none(reserved);
+  out["device_name"] = s.device.empty() ? py::object(py::none()) : py::object(py::str(s.device));
+  return out;
+}
+
 }  // namespace
 
-PyMonitor::PyMonitor(MonitorOptions options) {
-  py::gil_scoped_release release;  // opens probes (NVML)
-  monitor_ = std::make_unique<Monitor>(std::move(options));
+PyMonitor::PyMonitor(MonitorOptions options, py::object cuda_allocator) {
+  {
+    py::gil_scoped_release release;  // opens probes (NVML)
+    monitor_ = std::make_unique<Monitor>(std::move(options));
+  }
+  if (cuda_allocator.is_none()) {
+    auto_cuda_ = true;
+  } else if (py::isinstance<py::bool_>(cuda_allocator)) {
+    if (py::bool_(cuda_allocator)) {
+      py::object cuda = py::module_::import("torch").attr("cuda");
+      add_torch_cuda_allocator(cuda, cuda.attr("current_device")().cast<int>());
+    }
+  } else if (py::isinstance<py::int_>(cuda_allocator)) {
+    add_torch_cuda_allocator(py::module_::import("torch").attr("cuda"), cuda_allocator.cast<int>());
+  } else {
+    py::object cuda = py::module_::import("torch").attr("cuda");
+    for (int device : cuda_allocator.cast<std::vector<int>>())
+      add_torch_cuda_allocator(cuda, device);
+  }
+}
+
+void PyMonitor::add_torch_cuda_allocator(py::object cuda, int device) {
+  auto_cuda_ = false;  // an explicit probe replaces the automatic one
+  std::shared_ptr<AllocatorSource> source = make_torch_cuda_source(std::move(cuda), device);
+  sources_.push_back(source);
+  auto probe = make_allocator_probe(std::move(source));
+  py::gil_scoped_release release;
+  monitor_->add_probe(std::move(probe));
+}
+
+// Only a process that imported torch is a torch pipeline: genscope never imports torch itself
+// here, so `import genscope` stays light and a CPU-only machine sees nothing at all.
+void PyMonitor::attach_torch_cuda_if_available() {
+  if (!auto_cuda_) return;
+  py::object modules = py::module_::import("sys").attr("modules");
+  py::object torch = modules.attr("get")("torch");
+  if (torch.is_none() || !py::hasattr(torch, "cuda")) return;  // not imported (yet)
+  auto_cuda_ = false;
+  try {
+    py::object cuda = torch.attr("cuda");
+    if (!py::bool_(cuda.attr("is_available")())) return;
+    add_torch_cuda_allocator(cuda, cuda.attr("current_device")().cast<int>());
+  } catch (py::error_already_set&) {
+    // A CUDA that cannot even report itself is treated as absent (no probe, no error).
+    PyErr_Clear();
+  }
 }
 
 PyMonitor::~PyMonitor() {
@@ -96,14 +176,16 @@ void register_monitor(py::module_& m) {
                         "Owns the probes and the sampler thread; starts runs. Thread-safe.")
       .def(py::init([](double sample_interval_ms, bool process, bool system, bool nvml,
                        std::optional<std::string> nvml_library, std::optional<std::string> log_path,
-                       bool enabled, bool sampler) {
-             return std::make_unique<PyMonitor>(monitor_options(sample_interval_ms, process, system,
-                                                                nvml, nvml_library, log_path,
-                                                                enabled, sampler));
+                       bool enabled, bool sampler, py::object cuda_allocator) {
+             return std::make_unique<PyMonitor>(
+                 monitor_options(sample_interval_ms, process, system, nvml, nvml_library, log_path,
+                                 enabled, sampler),
+                 std::move(cuda_allocator));
            }),
            py::arg("sample_interval_ms") = 10.0, py::arg("process") = true,
            py::arg("system") = true, py::arg("nvml") = true, py::arg("nvml_library") = py::none(),
-           py::arg("log_path") = py::none(), py::arg("enabled") = true, py::arg("sampler") = true)
+           py::arg("log_path") = py::none(), py::arg("enabled") = true, py::arg("sampler") = true,
+           py::arg("cuda_allocator") = py::none())
       .def(
           "start_run",
           [](PyMonitor& self, const std::string& pipeline, const std::string& model,
@@ -114,6 +196,7 @@ void register_monitor(py::module_& m) {
             options.pipeline.architecture = architecture;
             options.pipeline.parameters = string_map(parameters);
             options.labels = string_map(labels);
+            self.attach_torch_cuda_if_available();
             ActiveRun run;
             {
               py::gil_scoped_release release;
@@ -129,13 +212,13 @@ void register_monitor(py::module_& m) {
           "add_torch_cuda_allocator",
           [](PyMonitor& self, int device, py::object cuda) {
             if (cuda.is_none()) cuda = py::module_::import("torch").attr("cuda");
-            auto probe = make_allocator_probe(make_torch_cuda_source(std::move(cuda), device));
-            py::gil_scoped_release release;
-            self.get().add_probe(std::move(probe));
+            self.add_torch_cuda_allocator(std::move(cuda), device);
           },
           py::arg("device") = 0, py::kw_only(), py::arg("cuda") = py::none(),
           "Adds torch.cuda.memory_stats(device) as an allocator probe (for runs started later). "
           "`cuda` replaces the torch.cuda module (tests).")
+      .def("usage_statistics", &usage_statistics,
+           "Seed 003's usage statistics over every run this monitor finished (a dict).")
       .def_property(
           "enabled", [](PyMonitor& self) { return self.get().enabled(); },
           [](PyMonitor& self, bool on) { self.get().set_enabled(on); },
@@ -144,7 +227,8 @@ void register_monitor(py::module_& m) {
   py::class_<PyRun>(m, "Run", "A run in progress; use run.step(kind, name) as a context manager.")
       .def(
           "step",
-          [](PyRun& self, const std::string& kind, const std::string& name) {
+          [](PyRun& self, const std::string& kind, const std::string& name,
+             const std::optional<std::string>& source_override) {
             const std::optional<StepKind> k = parse_step_kind(kind);
             if (!k) {
               throw Error("UnknownStepKind",
@@ -153,7 +237,7 @@ void register_monitor(py::module_& m) {
                               "latent_generation, sampling, vae_decode, save, custom)");
             }
             if (self.finished()) throw Error("RunFinished", "step '" + name + "' after finish()");
-            const std::string source = caller_location();
+            const std::string source = source_override ? *source_override : caller_location();
             Step step;
             {
               py::gil_scoped_release release;
@@ -161,9 +245,10 @@ void register_monitor(py::module_& m) {
             }
             return std::make_unique<PyStep>(std::move(step));
           },
-          py::arg("kind"), py::arg("name"), py::keep_alive<0, 1>(),
+          py::arg("kind"), py::arg("name"), py::arg("source") = py::none(), py::keep_alive<0, 1>(),
           "Opens a step (kind: model_loading, lora_application, text_encoding, "
-          "latent_generation, sampling, vae_decode, save, custom); ends on `with` exit.")
+          "latent_generation, sampling, vae_decode, save, custom); ends on `with` exit. "
+          "`source` replaces the calling file:line.")
       .def(
           "finish", [](PyRun& self) { return run_to_python(self.finish()); },
           "Ends the run (idempotent) and returns the run document as a dict.")
@@ -179,6 +264,20 @@ void register_monitor(py::module_& m) {
       .def(
           "add_note", [](PyRun& self, const std::string& note) { self.active().add_note(note); },
           py::arg("note"), "Adds a note on how figures were obtained.")
+      .def(
+          "attach",
+          [](PyRun& self, const std::string& type, const std::string& name, py::handle data) {
+            nlohmann::json json;
+            try {
+              json = from_python(data);
+            } catch (const nlohmann::json::exception& e) {  // NaN/Infinity have no JSON form
+              self.active().record_monitoring_error("attach", name + ": " + e.what());
+              return;
+            }
+            self.active().attach(Attachment{type, name, std::move(json)});
+          },
+          py::arg("type"), py::arg("name"), py::arg("data"),
+          "Attaches a run-level analysis {type, name, data} (JSON-serialisable data).")
       .def(
           "record_monitoring_error",
           [](PyRun& self, const std::string& source, const std::string& message) {

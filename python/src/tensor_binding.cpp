@@ -15,15 +15,6 @@
 namespace genscope::python {
 namespace {
 
-// A host view plus the Python objects that own its memory.
-struct HostTensor {
-  py::array array;  ///< Keeps the data alive while the GIL is released.
-  TensorView view;
-  std::string framework;  ///< "numpy" or "torch".
-  bool zero_copy = true;
-  std::string note;
-};
-
 std::optional<DType> numpy_dtype(const py::dtype& dt) {
   const char kind = dt.kind();
   const auto size = dt.itemsize();
@@ -80,6 +71,8 @@ py::array torch_to_numpy(py::handle tensor, HostTensor& out, std::optional<DType
   return t.attr("numpy")();
 }
 
+}  // namespace
+
 HostTensor to_host(py::handle obj) {
   HostTensor out;
   std::optional<DType> raw;  // true dtype of raw-bit arrays
@@ -126,6 +119,8 @@ HostTensor to_host(py::handle obj) {
   return out;
 }
 
+namespace {
+
 TensorRole parse_role(const std::string& role) {
   for (TensorRole r : {TensorRole::kConditioning, TensorRole::kPooled, TensorRole::kLatent,
                        TensorRole::kImage, TensorRole::kOther}) {
@@ -135,7 +130,8 @@ TensorRole parse_role(const std::string& role) {
               "unknown tensor role '" + role + "' (conditioning, pooled, latent, image, other)");
 }
 
-// "F16", "float16", "torch.float16", "bfloat16", "fp16", ... -> DType.
+}  // namespace
+
 DType parse_dtype_name(std::string name) {
   if (name.rfind("torch.", 0) == 0) name = name.substr(6);
   static const std::pair<const char*, DType> kAliases[] = {{"float64", DType::kF64},
@@ -165,6 +161,8 @@ DType parse_dtype_name(std::string name) {
   if (std::optional<DType> d = parse_dtype(name)) return *d;
   throw Error("UnknownDType", "unknown dtype '" + name + "'");
 }
+
+namespace {
 
 AnalysisOptions parse_expectations(const py::kwargs& kwargs) {
   AnalysisOptions o;
@@ -243,6 +241,13 @@ void analyze(PyStep& self, const std::string& name, py::handle tensor, const std
 }  // namespace
 
 void register_tensor(py::module_& m) {
+  m.def(
+      "_check_family",
+      [](const std::string& name) {
+        if (!parse_family(name))
+          throw Error("UnknownFamily", "unknown model family '" + name + "'");
+      },
+      py::arg("name"), "Raises genscope.Error('UnknownFamily') for an unknown family name.");
   py::class_<PyStep> step_class = py::reinterpret_borrow<py::class_<PyStep>>(m.attr("Step"));
   step_class.def("analyze_tensor", &analyze, py::arg("name"), py::arg("tensor"),
                  py::arg("role") = "other",

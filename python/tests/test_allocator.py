@@ -29,6 +29,7 @@ class FakeCuda:
         self.resets = 0
         self.devices = set()
         self.threads = set()
+        self.calls = 0
 
     def allocate(self, nbytes):
         with self.lock:
@@ -41,6 +42,7 @@ class FakeCuda:
         with self.lock:
             self.devices.add(device)
             self.threads.add(threading.get_ident())
+            self.calls += 1
             return {
                 "allocated_bytes.all.current": self.allocated,
                 "reserved_bytes.all.current": self.reserved,
@@ -93,10 +95,14 @@ class AllocatorTest(unittest.TestCase):
         monitor.add_torch_cuda_allocator(cuda=cuda)
         run = monitor.start_run()
         with run.step("sampling", "denoise") as step:
-            deadline = time.monotonic() + 0.15
-            while time.monotonic() < deadline:  # pure Python work holding the GIL
+            # Pure Python work holding the GIL for at least 0.15 s, and on a loaded machine
+            # until the sampler has read the allocator a few times (bounded: 20 s).
+            start = time.monotonic()
+            while time.monotonic() - start < 20:
                 sum(range(1000))
                 step.mark_iteration()
+                if time.monotonic() - start >= 0.15 and cuda.calls >= 12:
+                    break
         doc = run.finish()
         self.assertIn(threading.get_ident(), cuda.threads)
         self.assertGreater(len(cuda.threads), 1, "the sampler thread never read the allocator")

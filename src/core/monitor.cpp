@@ -7,12 +7,12 @@
 #include <cstdlib>
 #include <random>
 
+#include "core/option_sinks.hpp"
 #include "core/run_state.hpp"
 #include "core/step_stack.hpp"
+#include "core/utc_time.hpp"
 #include "genscope/error.hpp"
-#include "genscope/history.hpp"
 #include "genscope/host.hpp"
-#include "genscope/report.hpp"
 #include "genscope/version.hpp"
 
 namespace genscope {
@@ -42,11 +42,7 @@ Monitor::Monitor(MonitorOptions options) : state_(std::make_shared<detail::Monit
   options.sample_interval = std::max(options.sample_interval, std::chrono::microseconds(1000));
   state_->options = options;
   state_->enabled = options.enabled && !env_disabled();
-  std::string log_path = options.log_path;
-  if (log_path.empty()) {
-    if (const char* env = std::getenv("GENSCOPE_LOG")) log_path = env;
-  }
-  state_->log = std::make_unique<detail::LogSink>(log_path);
+  state_->sink_list = detail::make_option_sinks(options);
   const auto timeout = options.probe_timeout;
   if (options.process_probe) {
     state_->probes.push_back(std::make_shared<detail::ProbeSlot>(make_process_probe(), timeout));
@@ -69,6 +65,12 @@ void Monitor::add_probe(std::unique_ptr<Probe> probe) {
   state_->probes.push_back(std::move(slot));
 }
 
+void Monitor::add_sink(std::shared_ptr<Sink> sink) {
+  if (sink == nullptr) return;
+  std::lock_guard lock(state_->mutex);
+  state_->sink_list.push_back(std::move(sink));
+}
+
 void Monitor::set_enabled(bool enabled) noexcept { state_->enabled = enabled; }
 bool Monitor::enabled() const noexcept { return state_->enabled; }
 const MonitorOptions& Monitor::options() const noexcept { return state_->options; }
@@ -77,6 +79,8 @@ UsageStats Monitor::usage() const { return state_->usage.stats(); }
 ActiveRun Monitor::start_run(RunOptions options) {
   if (!state_->enabled) return ActiveRun();
   std::vector<std::shared_ptr<detail::ProbeSlot>> slots;
+  std::shared_ptr<detail::SinkDispatcher> dispatcher;
+  unsigned sink_mask = 0;
   {
     std::lock_guard lock(state_->mutex);
     if (auto active = state_->active_run.lock(); active != nullptr) {
@@ -87,6 +91,15 @@ ActiveRun Monitor::start_run(RunOptions options) {
       }
     }
     slots = state_->probes;
+    if (!state_->sink_list.empty() || state_->dispatcher != nullptr) {
+      if (state_->dispatcher == nullptr) {
+        state_->dispatcher =
+            std::make_shared<detail::SinkDispatcher>(state_->options.sink_queue_capacity);
+        state_->dispatcher->set_stop_timeout(state_->options.sink_timeout);
+      }
+      dispatcher = state_->dispatcher;
+      sink_mask = dispatcher->set_sinks(state_->sink_list);
+    }
   }
 
   std::vector<std::pair<std::string, std::string>> open_errors;
@@ -94,8 +107,13 @@ ActiveRun Monitor::start_run(RunOptions options) {
   std::vector<MetricInfo> columns;
   std::vector<GpuInfo> gpus;
   std::vector<std::string> opened;
+  std::vector<AbsentProbe> absent;
   for (const auto& slot : slots) {
     const ProbeStatus status = slot->open();
+    if (status.absent) {
+      absent.push_back({slot->name(), status.error});
+      continue;
+    }
     if (!status.ok()) {
       open_errors.emplace_back(slot->name(), "probe unavailable: " + status.error);
       continue;
@@ -115,6 +133,10 @@ ActiveRun Monitor::start_run(RunOptions options) {
   run->monitor = state_;
   run->probes = std::move(probes);
   run->columns = std::move(columns);
+  if (sink_mask != 0) {
+    run->sinks = std::move(dispatcher);
+    run->sink_mask = sink_mask;
+  }
   Run& r = run->run;
   r.id = random_run_id();
   r.start_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -128,21 +150,25 @@ ActiveRun Monitor::start_run(RunOptions options) {
   r.labels = std::move(options.labels);
   run->dumps = std::move(options.dumps);
   r.probes = std::move(opened);
+  r.absent_probes = std::move(absent);
   r.series.interval_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(state_->options.sample_interval).count();
   if (!state_->options.sampler) r.notes.push_back("sampler disabled: peaks are exact or endpoints");
   run->start_steady_ns = detail::steady_now_ns();
   {
     std::lock_guard lock(run->mutex);
+    if (run->sinks != nullptr) {
+      run->sinks->set_run_start(run->start_steady_ns);
+      if (run->wants(Sink::kRunEvents)) {
+        run->sinks->post(detail::RunStartedEvent{run->snapshot_locked()});
+      }
+    }
     for (auto& [source, message] : open_errors) run->add_error_locked(source, message, {});
-    if (!state_->log->error().empty()) run->add_error_locked("log", state_->log->error(), {});
   }
   {
     std::lock_guard lock(state_->mutex);
     state_->active_run = run;
   }
-  state_->log->write("INFO", "run " + r.id + " started: pipeline=" + r.pipeline.name +
-                                 " model=" + r.pipeline.model);
   if (state_->options.sampler) state_->start_sampler(run);
   return ActiveRun(run);
 }
@@ -229,6 +255,7 @@ Run ActiveRun::finish() {
       }
       s->open = false;
       run->finalize_locked(*s, none, end);
+      if (run->wants(Sink::kStepEvents)) run->sinks->post(detail::StepEndedEvent{s->record});
     }
     run->open_steps.clear();
     run->run.duration_ns = end - run->start_steady_ns;
@@ -242,29 +269,24 @@ Run ActiveRun::finish() {
   } catch (const std::exception& e) {
     result.monitoring_errors.push_back({"usage", e.what(), result.duration_ns, {}});
   }
-  if (run->monitor->options.record) {
-    try {
-      record_run(run->monitor->options.history_db, result);
-    } catch (const std::exception& e) {
+  if (run->sinks != nullptr) {
+    // Every sink sees the finished run before finish() returns (the history recorder must
+    // have written it), unless one is stuck: then the run goes on without it.
+    const auto timeout = run->monitor->options.sink_timeout;
+    const bool delivered =
+        run->sinks->post_and_wait(detail::RunFinishedEvent{result}, timeout);
+    for (MonitoringError& e : run->sinks->take_errors()) {
+      e.offset_ns = std::min(e.offset_ns, result.duration_ns);
+      result.monitoring_errors.push_back(std::move(e));
+    }
+    if (!delivered) {
       result.monitoring_errors.push_back(
-          {"history", std::string("run not recorded: ") + e.what(), result.duration_ns, {}});
+          {"sinks",
+           "a sink did not take the finished run within " + std::to_string(timeout.count()) +
+               " ms; it was returned without waiting further",
+           result.duration_ns,
+           {}});
     }
-  }
-  if (run->monitor->log->enabled()) {
-    // Seed 003's usage statistics line: totals and the run's peaks.
-    std::string line = "run " + result.id + " finished: steps=" +
-                       std::to_string(result.steps.size()) + " duration=" +
-                       format_duration(static_cast<double>(result.duration_ns), true);
-    for (const MetricInfo& m : run->columns) {
-      if (m.unit != Unit::kBytes || m.name.find("total") != std::string::npos ||
-          m.name.find("free") != std::string::npos || m.name.find("available") != std::string::npos) {
-        continue;
-      }
-      const double peak = result.peak(m.name);
-      if (!std::isnan(peak)) line += " peak " + m.name + "=" + format_bytes(peak);
-    }
-    line += " monitoring_errors=" + std::to_string(result.monitoring_errors.size());
-    run->monitor->log->write("INFO", line);
   }
   return result;
 }

@@ -22,9 +22,7 @@ void RunState::add_error_locked(std::string_view source, std::string_view messag
   e.message = std::string(message);
   e.offset_ns = steady_now_ns() - start_steady_ns;
   e.step = std::move(step);
-  if (monitor != nullptr && monitor->log != nullptr) {
-    monitor->log->write("WARNING", "monitoring error [" + e.source + "] " + e.message);
-  }
+  if (wants(Sink::kErrorEvents)) sinks->post(ErrorEvent{e});
   run.monitoring_errors.push_back(std::move(e));
 }
 
@@ -110,6 +108,57 @@ void RunState::finalize_locked(StepState& step, const std::vector<double>& after
     }
     r.metrics.push_back(std::move(m));
   }
+  for (MetricFigures& m : step.extra_metrics) r.metrics.push_back(std::move(m));
+  step.extra_metrics.clear();
+}
+
+std::vector<MetricFigures> RunState::sampled_figures_locked(std::int64_t start_ns,
+                                                            std::int64_t end_ns) const {
+  // The samples are sorted by time; before = the last sample at or before the start (else
+  // the first inside), after = the last sample at or before the end, peak = the maximum of
+  // the samples inside and both ends.
+  const std::vector<std::int64_t>& times = series.times();
+  const std::vector<double>& values = series.values();
+  const std::size_t n = columns.size();
+  const std::int64_t from = start_ns - start_steady_ns;
+  const std::int64_t to = end_ns - start_steady_ns;
+  const auto first_inside = std::lower_bound(times.begin(), times.end(), from);
+  const auto past_end = std::upper_bound(times.begin(), times.end(), to);
+  const std::size_t lo = static_cast<std::size_t>(first_inside - times.begin());
+  const std::size_t hi = static_cast<std::size_t>(past_end - times.begin());
+  std::vector<MetricFigures> out;
+  out.reserve(n);
+  for (std::size_t c = 0; c < n; ++c) {
+    MetricFigures m;
+    m.name = columns[c].name;
+    m.unit = columns[c].unit;
+    if (lo > 0 && lo - 1 < times.size()) {
+      m.before = values[(lo - 1) * n + c];
+    } else if (lo < hi) {
+      m.before = values[lo * n + c];
+    }
+    if (hi > 0) m.after = values[(hi - 1) * n + c];
+    double peak = kNaN;
+    std::int64_t peak_at = -1;
+    for (std::size_t i = lo; i < hi; ++i) {
+      const double v = values[i * n + c];
+      if (!std::isnan(v) && (std::isnan(peak) || v > peak)) {
+        peak = v;
+        peak_at = std::max<std::int64_t>(0, times[i] - from);
+      }
+    }
+    m.peak_source = lo < hi ? "sampled" : "endpoints";
+    for (const double end_value : {m.before, m.after}) {
+      if (!std::isnan(end_value) && (std::isnan(peak) || end_value > peak)) {
+        peak = end_value;
+        peak_at = -1;
+      }
+    }
+    m.peak = peak;
+    m.peak_offset_ns = peak_at;
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 int RunState::thread_number_locked() {
@@ -191,6 +240,9 @@ void MonitorState::sampler_loop() {
         run->series.push(t - run->start_steady_ns, row);
         run->update_sampled_peaks_locked(row, t);
         for (StepState* s : run->open_steps) ++s->samples;
+        if (run->wants(Sink::kSampleEvents)) {
+          run->sinks->post(SampleEvent{t - run->start_steady_ns, row});
+        }
       }
     }
     lock.lock();

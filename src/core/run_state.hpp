@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/log_sink.hpp"
 #include "core/probe_slot.hpp"
+#include "core/sink_dispatcher.hpp"
 #include "core/time_series_buffer.hpp"
 #include "genscope/monitor.hpp"
 #include "genscope/run.hpp"
@@ -38,9 +38,11 @@ struct StepState {
   std::vector<char> exact_valid;      // the high-water mark was reset at this step's start
   bool open = true;
   int samples = 0;                    // sampler rows taken while open
+  std::vector<MetricFigures> extra_metrics;  // Step::add_metric(), listed after the probes'
   // Owner-thread only:
   std::int64_t last_iteration_ns = 0;
   std::vector<std::int64_t> iterations;
+  bool iterations_inferred = false;
 };
 
 /// A probe as used by one run: its slot and where its metrics sit in the run's columns.
@@ -73,6 +75,12 @@ struct RunState {
   std::map<std::pair<std::string, std::string>, int> error_counts;
   std::atomic<int> open_count{0};
   bool finished = false;
+  // Live events: the monitor's dispatcher and the event groups its sinks want (fixed for the
+  // run; 0 = no sink, nothing is queued).
+  std::shared_ptr<SinkDispatcher> sinks;
+  unsigned sink_mask = 0;
+
+  bool wants(unsigned group) const noexcept { return (sink_mask & group) != 0; }
 
   RunState(std::size_t columns, std::size_t capacity) : series(columns, capacity) {}
 
@@ -88,6 +96,10 @@ struct RunState {
   void update_sampled_peaks_locked(const std::vector<double>& row, std::int64_t now_ns);
   /// Converts a step's state into its finished record. Caller holds mutex.
   void finalize_locked(StepState& step, const std::vector<double>& after, std::int64_t end_ns);
+  /// Figures of every column over [start, end] (steady clock) from the stored samples, for
+  /// a step timed elsewhere (ActiveRun::add_step). Caller holds mutex.
+  std::vector<MetricFigures> sampled_figures_locked(std::int64_t start_ns,
+                                                    std::int64_t end_ns) const;
   /// Small per-run number of the calling thread. Caller holds mutex.
   int thread_number_locked();
   /// The run recorded so far. Caller holds mutex.
@@ -101,7 +113,8 @@ struct MonitorState {
   std::mutex mutex;  // guards probes, active_run, sampler control
   std::vector<std::shared_ptr<ProbeSlot>> probes;
   std::weak_ptr<RunState> active_run;
-  std::unique_ptr<LogSink> log;
+  std::vector<std::shared_ptr<Sink>> sink_list;  // registered sinks (options + add_sink)
+  std::shared_ptr<SinkDispatcher> dispatcher;    // created with the first run that has sinks
   UsageTracker usage;  // across the runs this monitor finished
 
   // Sampler

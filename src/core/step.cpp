@@ -11,7 +11,6 @@
 #include "core/run_state.hpp"
 #include "core/step_stack.hpp"
 #include "genscope/monitor.hpp"
-#include "genscope/report.hpp"
 
 namespace genscope {
 namespace detail {
@@ -131,9 +130,18 @@ Step ActiveRun::step(StepKind kind, std::string_view name, const char* source) {
       }
     }
     detail::push_step(&run, raw);
-    if (run.monitor->log->enabled()) {
-      run.monitor->log->write("INFO", "step start: " + std::string(name) + " (" +
-                                          std::string(to_string(kind)) + ")");
+    if (run.wants(Sink::kStepEvents)) {
+      std::lock_guard lock(run.mutex);
+      StepRecord began = raw->record;
+      began.metrics.reserve(n);
+      for (std::size_t c = 0; c < n; ++c) {
+        MetricFigures m;
+        m.name = run.columns[c].name;
+        m.unit = run.columns[c].unit;
+        m.before = raw->before[c];
+        began.metrics.push_back(std::move(m));
+      }
+      run.sinks->post(detail::StepBeganEvent{std::move(began)});
     }
     return Step(state_, raw);
   } catch (const std::exception& e) {
@@ -226,19 +234,16 @@ void Step::end() noexcept {
     }
     std::vector<double> after;
     run->sample_all(after);
-    std::string line;
-    {
-      std::lock_guard lock(run->mutex);
-      if (!st->open) return;  // already closed by finish()
-      st->open = false;
-      auto& open = run->open_steps;
-      open.erase(std::remove(open.begin(), open.end(), st), open.end());
-      run->open_count.fetch_sub(1, std::memory_order_release);
-      st->record.iteration_ns = std::move(st->iterations);
-      run->finalize_locked(*st, after, end_ns);
-      if (run->monitor->log->enabled()) line = detail::step_log_line(st->record);
-    }
-    if (!line.empty()) run->monitor->log->write("INFO", line);
+    std::lock_guard lock(run->mutex);
+    if (!st->open) return;  // already closed by finish()
+    st->open = false;
+    auto& open = run->open_steps;
+    open.erase(std::remove(open.begin(), open.end(), st), open.end());
+    run->open_count.fetch_sub(1, std::memory_order_release);
+    st->record.iteration_ns = std::move(st->iterations);
+    st->record.iterations_inferred = st->iterations_inferred;
+    run->finalize_locked(*st, after, end_ns);
+    if (run->wants(Sink::kStepEvents)) run->sinks->post(detail::StepEndedEvent{st->record});
   } catch (...) {
     // Closing a step must never throw into the pipeline.
   }
@@ -294,11 +299,42 @@ void Step::begin_iterations() noexcept {
 
 void Step::mark_iteration_slow() noexcept {
   const std::int64_t now = detail::steady_now_ns();
+  const std::int64_t duration = now - state_->last_iteration_ns;
   try {
-    state_->iterations.push_back(now - state_->last_iteration_ns);
+    state_->iterations.push_back(duration);
   } catch (...) {
   }
   state_->last_iteration_ns = now;
+  if (run_->wants(Sink::kIterationEvents)) {
+    run_->sinks->post(
+        detail::IterationEvent{state_->record.id, state_->iterations.size() - 1, duration});
+  }
+}
+
+void Step::record_iterations(std::span<const std::int64_t> durations_ns, bool inferred) noexcept {
+  if (state_ == nullptr || durations_ns.empty()) return;
+  try {
+    state_->iterations.insert(state_->iterations.end(), durations_ns.begin(), durations_ns.end());
+  } catch (...) {
+    return;
+  }
+  if (inferred) state_->iterations_inferred = true;
+  state_->last_iteration_ns = detail::steady_now_ns();
+  if (run_->wants(Sink::kIterationEvents)) {
+    std::size_t index = state_->iterations.size() - durations_ns.size();
+    for (const std::int64_t d : durations_ns) {
+      run_->sinks->post(detail::IterationEvent{state_->record.id, index++, d});
+    }
+  }
+}
+
+void Step::add_metric(MetricFigures figures) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(run_->mutex);
+    state_->extra_metrics.push_back(std::move(figures));
+  } catch (...) {
+  }
 }
 
 void Step::record_attempt(std::string_view strategy, StepStatus outcome, std::string_view error,
@@ -308,6 +344,9 @@ void Step::record_attempt(std::string_view strategy, StepStatus outcome, std::st
     std::lock_guard lock(run_->mutex);
     state_->record.attempts.push_back(
         Attempt{std::string(strategy), outcome, std::string(error), duration_ns});
+    if (run_->wants(Sink::kAttemptEvents)) {
+      run_->sinks->post(detail::AttemptEvent{state_->record.id, state_->record.attempts.back()});
+    }
   } catch (...) {
   }
 }
@@ -336,6 +375,55 @@ void Step::record_monitoring_error(std::string_view source, std::string_view mes
     std::lock_guard lock(run_->mutex);
     run_->add_error_locked(source, message, state_->record.name);
   } catch (...) {
+  }
+}
+
+// --- steps timed elsewhere -----------------------------------------------------------------
+
+int ActiveRun::add_step(StepRecord step, std::int64_t start_steady_ns) noexcept {
+  if (state_ == nullptr || !state_->monitor->enabled) return -1;
+  detail::RunState& run = *state_;
+  try {
+    std::lock_guard lock(run.mutex);
+    if (run.finished) return -1;
+    const int id = static_cast<int>(run.steps.size());
+    if (step.parent_id < -1 || step.parent_id >= id) step.parent_id = -1;
+    step.id = id;
+    step.thread = run.thread_number_locked();
+    step.duration_ns = std::max<std::int64_t>(0, step.duration_ns);
+    step.start_offset_ns = start_steady_ns - run.start_steady_ns;
+    if (step.status == StepStatus::kRunning) step.status = StepStatus::kOk;
+    std::vector<MetricFigures> own = std::move(step.metrics);
+    step.metrics.clear();
+    for (MetricFigures& m : run.sampled_figures_locked(start_steady_ns,
+                                                       start_steady_ns + step.duration_ns)) {
+      const bool has = std::any_of(own.begin(), own.end(),
+                                   [&](const MetricFigures& o) { return o.name == m.name; });
+      if (!has) step.metrics.push_back(std::move(m));
+    }
+    for (MetricFigures& m : own) step.metrics.push_back(std::move(m));
+    auto st = std::make_unique<detail::StepState>();
+    st->open = false;
+    st->start_ns = start_steady_ns;
+    st->record = std::move(step);
+    if (run.wants(Sink::kStepEvents)) {
+      StepRecord began = st->record;
+      for (MetricFigures& m : began.metrics) {
+        m.after = kNaN;
+        m.peak = kNaN;
+        m.peak_offset_ns = -1;
+        m.peak_source.clear();
+      }
+      began.status = StepStatus::kRunning;
+      began.duration_ns = 0;
+      began.iteration_ns.clear();
+      run.sinks->post(detail::StepBeganEvent{std::move(began)});
+      run.sinks->post(detail::StepEndedEvent{st->record});
+    }
+    run.steps.push_back(std::move(st));
+    return id;
+  } catch (...) {
+    return -1;
   }
 }
 

@@ -18,7 +18,7 @@ struct SuffixRule {
 };
 
 // Longest suffixes of a family first; a key matches the first rule whose suffix it ends with.
-constexpr std::array<SuffixRule, 37> kRules{{
+constexpr std::array<SuffixRule, 40> kRules{{
     {".lora_up.weight", "up", LoraNaming::kKohya},
     {".lora_down.weight", "down", LoraNaming::kKohya},
     {".lora_mid.weight", "mid", LoraNaming::kKohya},
@@ -30,6 +30,8 @@ constexpr std::array<SuffixRule, 37> kRules{{
     {".lora_magnitude_vector.default.weight", "dora_scale", LoraNaming::kPeft},
     {".lora_magnitude_vector.weight", "dora_scale", LoraNaming::kPeft},
     {".lora_magnitude_vector", "dora_scale", LoraNaming::kPeft},
+    {".lora_A", "down", LoraNaming::kPeft},  // Mochi (ComfyUI weight_adapter/lora.py)
+    {".lora_B", "up", LoraNaming::kPeft},
     {".lora_linear_layer.down.weight", "down", LoraNaming::kDiffusersOld},
     {".lora_linear_layer.up.weight", "up", LoraNaming::kDiffusersOld},
     {".lora.down.weight", "down", LoraNaming::kDiffusersOld},
@@ -54,6 +56,7 @@ constexpr std::array<SuffixRule, 37> kRules{{
     {".set_weight", "set_weight", LoraNaming::kLycoris},
     {".w_norm", "w_norm", LoraNaming::kLycoris},
     {".b_norm", "b_norm", LoraNaming::kLycoris},
+    {".reshape_weight", "reshape_weight", LoraNaming::kKohya},  // BFL control LoRAs
     {".alpha", "alpha", LoraNaming::kKohya},
     {".scale", "scale_unused", LoraNaming::kKohya},
 }};
@@ -123,6 +126,16 @@ std::string_view lora_target_name(LoraTarget target) noexcept {
     case LoraTarget::kUnknown: return "unknown";
   }
   return "unknown";
+}
+
+std::string_view lora_loader_name(LoraLoader loader) noexcept {
+  return loader == LoraLoader::kDiffusers ? "diffusers" : "comfyui";
+}
+
+std::optional<LoraLoader> lora_loader_from_name(std::string_view name) noexcept {
+  if (name == "comfyui") return LoraLoader::kComfyUI;
+  if (name == "diffusers") return LoraLoader::kDiffusers;
+  return std::nullopt;
 }
 
 std::string_view model_arch_name(ModelArch arch) noexcept {

@@ -19,15 +19,17 @@ namespace genscope {
 namespace {
 
 // The fused path handles the common case: every patch on the weight is a plain up·down LoRA
-// (no LoCon mid, no DoRA) on the whole, untransposed weight with strength_model 1. Anything
-// else takes ModelPatcher::patch_weight on a float32 copy of the tensor.
+// (no LoCon mid, no DoRA) on the whole, untransposed weight with strength_model 1, its whole
+// delta landing there. Anything else (chunks, row windows, slices of a fused delta,
+// transposed or identity weights, biases) takes ModelPatcher::patch_weight on a float32 copy.
 std::shared_ptr<const std::vector<detail::PreparedLora>> prepare_plain(const std::vector<PatchEntry>& entries,
                                                                        const SafetensorsEntry& weight) {
   auto out = std::make_shared<std::vector<detail::PreparedLora>>();
   for (const PatchEntry& p : entries) {
     const LoraModule* m = p.patch.lora->module(p.patch.module);
-    if (m == nullptr || p.patch.bias || p.patch.target.transpose || p.patch.target.chunks != 1 ||
-        p.strength_model != 1.0 || detail::weight_patch_kind(*m) != detail::WeightPatchKind::kAdapter ||
+    const LoraKeyTarget& t = p.patch.target;
+    if (m == nullptr || p.patch.bias || t.transpose || t.chunks != 1 || t.rows > 0 || t.delta_row_offset != 0 ||
+        t.materialize_identity || p.strength_model != 1.0 || detail::weight_patch_kind(*m) != detail::WeightPatchKind::kAdapter ||
         m->type != LoraModuleType::kLora || m->tensors.count("mid") != 0 || detail::has_comfy_dora(*m) ||
         weight.shape.empty() || m->delta_shape.empty() || m->delta_shape[0] != weight.shape[0]) {
       return nullptr;
@@ -46,13 +48,24 @@ std::shared_ptr<const std::vector<detail::PreparedLora>> prepare_plain(const std
 }  // namespace
 
 LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::filesystem::path& lora_path,
-                           const std::filesystem::path& out, double strength) {
+                           const std::filesystem::path& out, double strength, LoraLoader loader) {
   const SafetensorsFile base = SafetensorsFile::open(base_path);
   const std::shared_ptr<const LoraFile> lora = LoraFile::open(lora_path, /*norms=*/false);
   LoraMergeResult result;
-  result.fit = fit_lora(*lora, base);
+  result.fit = fit_lora(*lora, base, loader, /*compare_other_loader=*/false);
   const LoraFit& fit = result.fit;
   if (fit.architecture_mismatch) throw Error("LoraArchitectureMismatch", fit.verdict);
+  // The loader itself fails on these (ComfyUI: KeyError while loading): nothing to imitate.
+  if (!fit.loader_failures.empty()) {
+    const LoraLoaderFailure& f = fit.loader_failures.front();
+    throw Error(f.error, f.message);
+  }
+  // What the loader applies in a way this file cannot reproduce (or, for a PEFT DoRA
+  // magnitude, what it silently ignores): refused by name rather than merged differently.
+  if (!fit.merge_unsupported.empty()) {
+    const LoraLoaderFailure& f = fit.merge_unsupported.front();
+    throw Error(f.error, f.message);
+  }
   for (const auto& [name, target] : fit.matched) lora->validate(*lora->module(name));
   if (!fit.shape_mismatches.empty()) {
     throw Error("LoraShapeMismatch", "LoRA module " + fit.shape_mismatches.front() +
@@ -66,18 +79,41 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
   model.id = base_path.string();
   model.class_name = "SafetensorsFile";
   for (const auto& e : base.entries()) model.parameters[e.name] = ParameterInfo{e.shape, e.dtype, "cpu", e.nbytes(), {}};
+  // Weights the loader patches after initialising them to the identity (ComfyUI's CLIP
+  // text_projection, comfy/sd1_clip.py): written as new tensors, in the dtype of their tower.
+  std::vector<std::pair<std::string, ParameterInfo>> identities;
+  for (const auto& [name, target] : fit.matched) {
+    if (!target.materialize_identity || model.parameters.count(target.key) != 0) continue;
+    if (target.shape.size() != 2 || target.shape[0] != target.shape[1] || target.shape[0] <= 0) {
+      throw Error("LoraShapeMismatch", "LoRA module '" + name + "': identity weight '" + target.key +
+                                           "' needs a square 2-D shape");
+    }
+    const std::string tower = target.key.substr(0, target.key.rfind("text_projection"));
+    DType dtype = DType::kF32;
+    for (const auto& e : base.entries()) {
+      if (e.name.rfind(tower, 0) == 0 && dtype_is_float(e.dtype) && detail::convertible(e.dtype)) {
+        dtype = e.dtype;
+        break;
+      }
+    }
+    const ParameterInfo info{target.shape, dtype, "cpu",
+                             static_cast<std::uint64_t>(target.shape[0] * target.shape[1]) * dtype_size(dtype), {}};
+    model.parameters[target.key] = info;
+    identities.emplace_back(target.key, info);
+  }
   ModelPatcher patcher(std::move(model));
   // Exactly fit.matched, as ComfyUI's add_patches applies it: weights, biases, chunks,
   // transposed targets.
   patcher.add_patches(lora, fit, strength);
   std::set<std::string> modules;
   for (const auto& [key, entries] : patcher.patches()) {
+    for (const PatchEntry& p : entries) modules.insert(p.patch.module);
     const SafetensorsEntry* e = base.find(key);
+    if (e == nullptr) continue;  // a materialised identity (counted where it is written)
     if (!dtype_is_float(e->dtype) || !detail::convertible(e->dtype)) {
       throw Error("UnsupportedDType", "cannot merge into '" + key + "' of dtype " + std::string(dtype_name(e->dtype)));
     }
     result.patched_bytes += e->nbytes();
-    for (const PatchEntry& p : entries) modules.insert(p.patch.module);
   }
   patcher.validate();  // shapes of every patch (DoRA scales, biases, chunks) before writing
   result.modules_merged = modules.size();
@@ -119,11 +155,30 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
     result.bytes_written += e.nbytes();
     sources.push_back(std::move(s));
   }
+  for (const auto& [key, info] : identities) {
+    SafetensorsSource s;
+    s.name = key;
+    s.dtype = info.dtype;
+    s.shape = info.shape;
+    const std::string* name = &key;
+    const ParameterInfo* p = &info;
+    s.fill = [&patcher, name, p](std::span<std::byte> dst) {
+      const std::int64_t n = p->shape[0];
+      std::vector<float> w(static_cast<std::size_t>(n * n), 0.0f);
+      for (std::int64_t i = 0; i < n; ++i) w[static_cast<std::size_t>(i * n + i)] = 1.0f;
+      patcher.patch_weight(*name, w);
+      detail::convert_from_f32(w.data(), w.size(), p->dtype, dst.data());
+    };
+    result.bytes_written += info.bytes;
+    result.patched_bytes += info.bytes;
+    sources.push_back(std::move(s));
+  }
   std::map<std::string, std::string> metadata = base.metadata();
   metadata["genscope.merged_lora"] = lora_path.filename().string();
   metadata["genscope.merged_strength"] = std::to_string(strength);
   // Every product runs on its caller's thread while the file is written: the fused blocks on
-  // merge_rows' threads, the rest (small: LoCon mid, LoHa, LoKr, DoRA, chunks) on this one.
+  // merge_rows' threads, the rest (small: LoCon mid, LoHa, LoKr, DoRA, chunks, windows,
+  // identities) on this one.
   const detail::SingleThreadedBlas blas_on_callers;
   write_safetensors(out, sources, metadata);
   return result;

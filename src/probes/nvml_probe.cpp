@@ -18,7 +18,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <mutex>
@@ -104,7 +106,7 @@ class NvmlProbe final : public Probe {
   ProbeStatus sample(std::span<double> out) override;
 
  private:
-  std::string load_library();
+  ProbeStatus load_library();
   std::string error_text(nvmlReturn_t rc) const;
   nvmlReturn_t query_memory(nvmlDevice_t device, MemoryFigures& out);
   nvmlReturn_t query_process_bytes(nvmlDevice_t device, double& out);
@@ -129,16 +131,25 @@ std::string NvmlProbe::error_text(nvmlReturn_t rc) const {
   return (text && *text) ? std::string(text) : "NVML error " + std::to_string(rc);
 }
 
-std::string NvmlProbe::load_library() {
+ProbeStatus NvmlProbe::load_library() {
   std::string path = library_path_;
   if (const char* env = std::getenv("GENSCOPE_NVML_LIBRARY"); env && *env) path = env;
-  if (path.empty()) path = kDefaultLibrary;
+  const bool default_library = path.empty();
+  if (default_library) path = kDefaultLibrary;
   library_path_ = path;
   ::dlerror();
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* why = ::dlerror();
-    return "cannot load NVML library '" + path + "': " + (why ? why : "unknown dlopen error");
+    const std::string text = why ? why : "unknown dlopen error";
+    // The default library not installed at all is a machine without an NVIDIA driver: the
+    // probe is absent. A library named by the user, or one that exists but does not load
+    // (wrong architecture, missing dependency), is a failure. glibc builds the message with
+    // strerror(ENOENT) of the current locale, so compare with that.
+    if (default_library && text.find(std::strerror(ENOENT)) != std::string::npos) {
+      return ProbeStatus::not_present("no NVIDIA driver library (" + path + " not found)");
+    }
+    return ProbeStatus::failure("cannot load NVML library '" + path + "': " + text);
   }
   std::string missing;
   auto resolve = [&](auto& fn, const char* symbol, bool required) {
@@ -163,7 +174,7 @@ std::string NvmlProbe::load_library() {
   // The handle is deliberately leaked (never dlclose'd), see the file comment.
   if (!missing.empty()) {
     api_ = {};
-    return "NVML library '" + path + "' lacks " + missing;
+    return ProbeStatus::failure("NVML library '" + path + "' lacks " + missing);
   }
   memory_v1_ = api_.get_memory_v2 == nullptr;
   return {};
@@ -173,14 +184,18 @@ ProbeStatus NvmlProbe::open() {
   if (initialized_)
     return devices_.empty() ? ProbeStatus::failure("nvml probe: an earlier open() failed")
                             : ProbeStatus{};
-  if (std::string error = load_library(); !error.empty()) return ProbeStatus::failure(error);
-  if (nvmlReturn_t rc = api_.init(); rc != NVML_SUCCESS)
-    return ProbeStatus::failure("nvmlInit_v2 failed: " + error_text(rc));
+  if (ProbeStatus loaded = load_library(); !loaded.ok()) return loaded;
+  if (nvmlReturn_t rc = api_.init(); rc != NVML_SUCCESS) {
+    std::string error = "nvmlInit_v2 failed: " + error_text(rc);
+    // The library is installed but no NVIDIA kernel driver runs: no GPU on this machine.
+    if (rc == NVML_ERROR_DRIVER_NOT_LOADED) return ProbeStatus::not_present(std::move(error));
+    return ProbeStatus::failure(std::move(error));
+  }
   initialized_ = true;
   unsigned count = 0;
   if (nvmlReturn_t rc = api_.get_count(&count); rc != NVML_SUCCESS)
     return ProbeStatus::failure("nvmlDeviceGetCount_v2 failed: " + error_text(rc));
-  if (count == 0) return ProbeStatus::failure("NVML sees no GPU (nvmlDeviceGetCount_v2 = 0)");
+  if (count == 0) return ProbeStatus::not_present("NVML sees no GPU (nvmlDeviceGetCount_v2 = 0)");
 
   char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
   std::string errors;

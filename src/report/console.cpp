@@ -7,6 +7,7 @@
 
 #include "genscope/report.hpp"
 #include "report/console_style.hpp"
+#include "report/memory_section.hpp"
 
 namespace genscope {
 namespace {
@@ -24,74 +25,6 @@ std::string fmt(const char* format, double v) {
   return buf;
 }
 
-std::string offset(double ns, const ConsoleStyle& s) {
-  return ns < 0 ? std::string("time unknown") : "at " + format_duration(ns, s.plain);
-}
-
-bool is_headroom_metric(const std::string& name) {
-  return name.find("available") != std::string::npos || name.find("free") != std::string::npos;
-}
-
-bool is_constant_metric(const std::string& name) {
-  return name.size() >= 12 && name.compare(name.size() - 12, 12, ".total_bytes") == 0;
-}
-
-void render_metrics(std::string& out, const StepRecord& step, const ConsoleStyle& s,
-                    const std::string& in) {
-  bool any = false;
-  for (const MetricFigures& m : step.metrics) {
-    if (is_constant_metric(m.name)) continue;
-    if (std::isnan(m.before) && std::isnan(m.after) && std::isnan(m.peak)) continue;
-    if (!any) {
-      out += in + s.mark("💾 ", "") + "MEMORY AND DEVICES (before -> peak -> after)\n";
-      any = true;
-    }
-    std::string line = in + "   " + detail::metric_label(m.name) + ": " +
-                       detail::format_value(m.before, m.unit) + " -> ";
-    // A peak of free or available memory means nothing: show those as before -> after.
-    if (!is_headroom_metric(m.name)) {
-      line += detail::format_value(m.peak, m.unit) + " (" +
-              offset(static_cast<double>(m.peak_offset_ns), s) +
-              (m.peak_source.empty() ? "" : ", " + m.peak_source) + ") -> ";
-    }
-    line += detail::format_value(m.after, m.unit);
-    if (!std::isnan(m.delta())) {
-      line += "   change " + detail::format_value(m.delta(), m.unit, true);
-      if (m.unit == Unit::kBytes && !std::isnan(m.delta_percent())) {
-        line += fmt(" (%+.1f%%)", m.delta_percent());
-      }
-    }
-    out += line + "\n";
-  }
-}
-
-void render_efficiency(std::string& out, const StepRecord& step, const ConsoleStyle& s,
-                       const std::string& in) {
-  std::vector<std::string> parts;
-  for (const MetricFigures& m : step.metrics) {
-    const std::string suffix = ".allocated_bytes";
-    if (m.name.size() > suffix.size() &&
-        m.name.compare(m.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      const MetricFigures* r =
-          step.metric(m.name.substr(0, m.name.size() - suffix.size()) + ".reserved_bytes");
-      if (r != nullptr && r->after > 0 && !std::isnan(m.after)) {
-        parts.push_back("allocated/reserved " + fmt("%.1f%%", m.after / r->after * 100.0) +
-                        " (" + detail::metric_label(m.name) + ")");
-      }
-    }
-    const double c = m.cleanup_effectiveness();
-    // Cleanup is about what this process allocated: system-wide figures move with others.
-    if (!std::isnan(c) && m.unit == Unit::kBytes && !is_constant_metric(m.name) &&
-        !is_headroom_metric(m.name) && m.name.rfind("system.", 0) != 0) {
-      parts.push_back("cleanup " + fmt("%.0f%%", c * 100.0) + " of the " +
-                      detail::metric_label(m.name) + " rise");
-    }
-  }
-  if (parts.empty()) return;
-  out += in + s.mark("♻️  ", "") + "EFFICIENCY\n";
-  for (const std::string& p : parts) out += in + "   " + p + "\n";
-}
-
 void render_attempts(std::string& out, const StepRecord& step, const ConsoleStyle& s,
                      const std::string& in) {
   if (step.attempts.empty()) return;
@@ -99,7 +32,7 @@ void render_attempts(std::string& out, const StepRecord& step, const ConsoleStyl
   int n = 1;
   for (const Attempt& a : step.attempts) {
     out += in + "   " + std::to_string(n++) + ". " + s.status(a.outcome) + " " + a.strategy + " (" +
-           format_duration(static_cast<double>(a.duration_ns), s.plain) + ")";
+           s.duration(static_cast<double>(a.duration_ns)) + ")";
     if (!a.error.empty()) out += ": " + a.error;
     out += "\n";
   }
@@ -118,23 +51,14 @@ void render_iterations(std::string& out, const StepRecord& step, const ConsoleSt
   if (step.iteration_ns.empty()) return;
   const IterationStats it = summarize_iterations(step.iteration_ns);
   out += in + s.mark("🔁 ", "") + "ITERATIONS: " + std::to_string(it.count) + ", " +
-         fmt("%.2f it/s", it.iterations_per_second) + "\n";
-  out += in + "   first " + format_duration(it.first_ns, s.plain);
+         fmt("%.2f it/s", it.iterations_per_second) +
+         (step.iterations_inferred ? " (timings inferred from progress redraws)" : "") + "\n";
+  out += in + "   first " + s.duration(it.first_ns);
   if (!std::isnan(it.mean_rest_ns) && it.mean_rest_ns > 0) {
     out += fmt(" (%.2fx the rest)", it.first_ns / it.mean_rest_ns);
   }
-  out += ", mean " + format_duration(it.mean_ns, s.plain) + ", p50 " +
-         format_duration(it.p50_ns, s.plain) + ", p95 " + format_duration(it.p95_ns, s.plain) +
-         ", stddev " + format_duration(it.stddev_ns, s.plain) + "\n";
-}
-
-std::string count_text(double v) {
-  if (std::isnan(v)) return "n/a";
-  const double a = std::fabs(v);
-  if (a >= 1e9) return fmt("%.2fG", v / 1e9);
-  if (a >= 1e6) return fmt("%.2fM", v / 1e6);
-  if (a >= 1e4) return fmt("%.1fk", v / 1e3);
-  return fmt(v == std::floor(v) ? "%.0f" : "%.1f", v);
+  out += ", mean " + s.duration(it.mean_ns) + ", p50 " + s.duration(it.p50_ns) + ", p95 " +
+         s.duration(it.p95_ns) + ", stddev " + s.duration(it.stddev_ns) + "\n";
 }
 
 void render_counters(std::string& out, const StepRecord& step, const ConsoleStyle& s,
@@ -144,8 +68,9 @@ void render_counters(std::string& out, const StepRecord& step, const ConsoleStyl
   for (const auto& [name, value] : step.counters) {
     const double rate = step.rate(name);
     const bool bytes = name == "bytes" || name.ends_with("_bytes");
-    const std::string v = bytes ? format_bytes(value) : count_text(value);
-    const std::string r = bytes ? format_bytes(rate) + "/s" : count_text(rate) + " " + name + "/s";
+    const std::string v = bytes ? format_bytes(value) : detail::format_count(value);
+    const std::string r = bytes ? format_bytes(rate) + "/s"
+                                : detail::format_short_count(rate) + " " + name + "/s";
     out += in + "   " + name + ": " + v + (std::isnan(rate) ? "" : "  (" + r + ")") + "\n";
   }
 }
@@ -156,17 +81,20 @@ void render_step(std::string& out, const Run& run, const StepRecord& step, int d
   const std::string head(static_cast<std::size_t>(depth) * 4, ' ');
   out += head + "[" + std::to_string(step.id + 1) + "] " + s.status(step.status) + " " +
          std::string(to_string(step.kind)) + s.mark(" · ", " - ") + step.name + "\n";
-  out += in + s.mark("⏱️  ", "") + "Duration: " +
-         format_duration(static_cast<double>(step.duration_ns), s.plain) + " (started at +" +
-         format_duration(static_cast<double>(step.start_offset_ns), s.plain) + ")";
+  out += in + s.mark("⏱️  ", "") + "Duration: " + s.duration(static_cast<double>(step.duration_ns)) +
+         " (started at +" + s.duration(static_cast<double>(step.start_offset_ns)) + ")";
   if (step.thread != 0) out += ", thread " + std::to_string(step.thread);
   out += "\n";
-  render_metrics(out, step, s, in);
-  render_efficiency(out, step, s, in);
+  detail::render_memory(out, run, step, s, in);
+  detail::render_efficiency(out, step, s, in);
   render_attempts(out, step, s, in);
   render_iterations(out, step, s, in);
   render_counters(out, step, s, in);
-  for (const auto& [k, v] : step.labels) out += in + k + ": " + v + "\n";
+  if (!step.labels.empty()) {
+    out += in + s.mark("🏷️  ", "") + "Labels:";
+    for (const auto& [k, v] : step.labels) out += " " + k + "=" + v;
+    out += "\n";
+  }
   for (const Attachment& a : step.attachments) detail::render_attachment(out, a, s, in);
   if (step.status == StepStatus::kFailed || step.status == StepStatus::kSkipped) {
     out += in + s.mark("⚠️  ", "! ") + (step.status == StepStatus::kFailed ? "ERROR: " : "SKIPPED: ") +
@@ -177,13 +105,49 @@ void render_step(std::string& out, const Run& run, const StepRecord& step, int d
   }
 }
 
+bool has_error_from(const Run& run, const std::string& source) {
+  return std::any_of(run.monitoring_errors.begin(), run.monitoring_errors.end(),
+                     [&](const MonitoringError& e) { return e.source == source; });
+}
+
+void render_probes(std::string& out, const Run& run, const ConsoleStyle& s) {
+  for (const GpuInfo& g : run.gpus) {
+    out += "GPU " + std::to_string(g.index) + ": " + g.name + ", " + format_bytes(g.total_bytes) +
+           ", driver " + g.driver_version + "\n";
+  }
+  const auto nvml = std::find_if(run.absent_probes.begin(), run.absent_probes.end(),
+                                 [](const AbsentProbe& a) { return a.probe == "nvml"; });
+  if (run.gpus.empty()) {
+    if (nvml != run.absent_probes.end()) {
+      out += std::string(s.mark("ℹ️  ", "")) + "GPU: none (" + nvml->reason + ")\n";
+    } else if (has_error_from(run, "nvml")) {
+      out += "GPU: none seen (the nvml probe failed: see MONITORING ERRORS)\n";
+    } else {
+      out += "GPU: none (no GPU probe in this run)\n";
+    }
+  }
+  for (const AbsentProbe& a : run.absent_probes) {
+    if (a.probe == "nvml" && run.gpus.empty()) continue;
+    out += std::string(s.mark("ℹ️  ", "")) + "Probe " + a.probe + " absent: " + a.reason + "\n";
+  }
+  if (!run.probes.empty()) {
+    out += "Probes:";
+    for (std::size_t i = 0; i < run.probes.size(); ++i) out += (i ? ", " : " ") + run.probes[i];
+    if (run.series.interval_ns > 0) {
+      out += "; sampled every " + s.duration(static_cast<double>(run.series.interval_ns)) + " (" +
+             detail::format_count(static_cast<double>(run.series.samples_taken)) + " samples)";
+    }
+    out += "\n";
+  }
+}
+
 void render_header(std::string& out, const Run& run, const ConsoleStyle& s) {
   out += std::string(s.mark("🔍 ", "")) + "GENSCOPE RUN REPORT";
   if (!run.pipeline.name.empty()) out += ": " + run.pipeline.name;
   out += "\n" + std::string(kRule);
   out += "Run " + run.id + ", started " + run.start_utc + ", duration " +
-         format_duration(static_cast<double>(run.duration_ns), s.plain) + ", genscope " +
-         run.genscope_version + "\n";
+         s.duration(static_cast<double>(run.duration_ns)) + ", genscope " + run.genscope_version +
+         "\n";
   if (!run.pipeline.model.empty() || !run.pipeline.architecture.empty()) {
     out += "Model: " + (run.pipeline.model.empty() ? "-" : run.pipeline.model);
     if (!run.pipeline.architecture.empty()) out += " (" + run.pipeline.architecture + ")";
@@ -197,15 +161,52 @@ void render_header(std::string& out, const Run& run, const ConsoleStyle& s) {
   out += "Host: " + run.host.hostname + ", " + run.host.cpu_model + ", " +
          std::to_string(run.host.cpu_cores) + " cores, " + format_bytes(run.host.ram_bytes) +
          " RAM\n";
-  for (const GpuInfo& g : run.gpus) {
-    out += "GPU " + std::to_string(g.index) + ": " + g.name + ", " + format_bytes(g.total_bytes) +
-           ", driver " + g.driver_version + "\n";
-  }
-  if (run.gpus.empty()) out += "GPU: none seen (NVML not available)\n";
+  render_probes(out, run, s);
   if (!run.labels.empty()) {
     out += "Labels:";
     for (const auto& [k, v] : run.labels) out += " " + k + "=" + v;
     out += "\n";
+  }
+}
+
+// When, from the run start, a step's peak of `m` happened: exact time, else the highest
+// sample inside the step; -1 when neither is known.
+std::int64_t peak_run_offset(const Run& run, const StepRecord& st, const MetricFigures& m) {
+  if (m.peak_offset_ns >= 0) return st.start_offset_ns + m.peak_offset_ns;
+  const detail::SampledPeak h = detail::highest_sample(run, m.name, st.start_offset_ns,
+                                                       st.start_offset_ns + st.duration_ns);
+  return h.found ? h.offset_ns : -1;
+}
+
+void render_run_peaks(std::string& out, const Run& run, const ConsoleStyle& s) {
+  std::vector<std::string> seen;
+  for (const StepRecord& st : run.steps) {
+    for (const MetricFigures& m : st.metrics) {
+      if (m.unit != Unit::kBytes || detail::is_constant_metric(m.name)) continue;
+      if (detail::is_headroom_metric(m.name)) continue;
+      if (std::find(seen.begin(), seen.end(), m.name) != seen.end()) continue;
+      seen.push_back(m.name);
+      const StepRecord* best = nullptr;
+      const MetricFigures* best_m = nullptr;
+      double peak = kNaN;
+      for (const StepRecord& other : run.steps) {
+        const MetricFigures* o = other.metric(m.name);
+        if (o != nullptr && !std::isnan(o->peak) && !(o->peak <= peak)) {
+          peak = o->peak;
+          best = &other;
+          best_m = o;
+        }
+      }
+      if (best == nullptr) continue;
+      out += "   Peak " + detail::metric_label(m.name) + ": " + format_bytes(peak) + " in " +
+             best->name;
+      const std::int64_t at = peak_run_offset(run, *best, *best_m);
+      if (at >= 0) {
+        out += " at +" + s.duration(static_cast<double>(at)) +
+               (best_m->peak_offset_ns < 0 ? " (time sampled)" : "");
+      }
+      out += "\n";
+    }
   }
 }
 
@@ -222,38 +223,16 @@ void render_summary(std::string& out, const Run& run, const ConsoleStyle& s) {
          std::to_string(counts[StepStatus::kOk]) + " ok, " +
          std::to_string(counts[StepStatus::kFailed]) + " failed, " +
          std::to_string(counts[StepStatus::kSkipped]) + " skipped)\n";
-  out += "   Total time: " + format_duration(static_cast<double>(run.duration_ns), s.plain) +
-         " (top-level steps " + format_duration(static_cast<double>(top_total), s.plain) + ")\n";
+  out += "   Total time: " + s.duration(static_cast<double>(run.duration_ns)) +
+         " (top-level steps " + s.duration(static_cast<double>(top_total)) + ")\n";
   for (const StepRecord& st : run.steps) {
     if (st.parent_id >= 0 || run.duration_ns <= 0) continue;
-    out += "     " + st.name + ": " + format_duration(static_cast<double>(st.duration_ns), s.plain) +
+    out += "     " + st.name + ": " + s.duration(static_cast<double>(st.duration_ns)) +
            fmt(" (%.1f%%)", 100.0 * static_cast<double>(st.duration_ns) /
                                 static_cast<double>(run.duration_ns)) +
            "\n";
   }
-  // Peak of each byte metric over the run, with the step where it happened.
-  std::vector<std::string> seen;
-  for (const StepRecord& st : run.steps) {
-    for (const MetricFigures& m : st.metrics) {
-      if (m.unit != Unit::kBytes || is_constant_metric(m.name)) continue;
-      if (is_headroom_metric(m.name)) continue;
-      if (std::find(seen.begin(), seen.end(), m.name) != seen.end()) continue;
-      seen.push_back(m.name);
-      const StepRecord* best = nullptr;
-      double peak = kNaN;
-      for (const StepRecord& other : run.steps) {
-        const MetricFigures* o = other.metric(m.name);
-        if (o != nullptr && !std::isnan(o->peak) && !(o->peak <= peak)) {
-          peak = o->peak;
-          best = &other;
-        }
-      }
-      if (best != nullptr) {
-        out += "   Peak " + detail::metric_label(m.name) + ": " + format_bytes(peak) + " in " +
-               best->name + "\n";
-      }
-    }
-  }
+  render_run_peaks(out, run, s);
   for (const Attachment& a : run.attachments) detail::render_attachment(out, a, s, "   ");
   if (!run.monitoring_errors.empty()) {
     out += std::string(s.mark("⚠️  ", "")) + "MONITORING ERRORS (the pipeline was not affected)\n";
@@ -273,12 +252,12 @@ void render_summary(std::string& out, const Run& run, const ConsoleStyle& s) {
 
 std::string render_attachment(const Attachment& attachment, const ConsoleOptions& options) {
   std::string out;
-  detail::render_attachment(out, attachment, ConsoleStyle{options.plain}, "");
+  detail::render_attachment(out, attachment, ConsoleStyle{options.plain, options.verbose}, "");
   return out;
 }
 
 std::string render_console(const Run& run, const ConsoleOptions& options) {
-  ConsoleStyle style{options.plain};
+  const ConsoleStyle style{options.plain, options.verbose};
   std::string out;
   render_header(out, run, style);
   for (const StepRecord& step : run.steps) {
@@ -290,7 +269,7 @@ std::string render_console(const Run& run, const ConsoleOptions& options) {
   if (options.series && run.series.size() > 0) {
     out += "Time series: " + std::to_string(run.series.size()) + " stored samples of " +
            std::to_string(run.series.samples_taken) + " taken, interval " +
-           format_duration(static_cast<double>(run.series.interval_ns), options.plain) + "\n";
+           style.duration(static_cast<double>(run.series.interval_ns)) + "\n";
   }
   out += kRule;
   return out;

@@ -1,4 +1,4 @@
-// Metric labels, value formatting and status markers for the console report.
+// Metric labels, value and number formatting and status markers for the console report.
 #include "report/console_style.hpp"
 
 #include <cmath>
@@ -65,7 +65,7 @@ std::string metric_label(const std::string& name) {
   return name;
 }
 
-std::string format_value(double value, Unit unit, bool sign) {
+std::string format_value(double value, Unit unit, bool sign, bool plain) {
   if (std::isnan(value)) return "n/a";
   char buf[48];
   const char* plus = (sign && value > 0) ? "+" : "";
@@ -73,62 +73,67 @@ std::string format_value(double value, Unit unit, bool sign) {
     case Unit::kBytes: return format_bytes(value, sign);
     case Unit::kPercent: std::snprintf(buf, sizeof buf, "%s%.1f%%", plus, value); break;
     case Unit::kWatts: std::snprintf(buf, sizeof buf, "%s%.1f W", plus, value); break;
-    case Unit::kCelsius: std::snprintf(buf, sizeof buf, "%s%.0f °C", plus, value); break;
+    case Unit::kCelsius:
+      std::snprintf(buf, sizeof buf, plain ? "%s%.0f C" : "%s%.0f °C", plus, value);
+      break;
     case Unit::kHertz: std::snprintf(buf, sizeof buf, "%s%.0f MHz", plus, value / 1e6); break;
-    case Unit::kCount: std::snprintf(buf, sizeof buf, "%s%g", plus, value); break;
+    case Unit::kCount: return std::string(plus) + format_number(value);
   }
   return buf;
 }
 
-namespace {
-
-std::string scalar_text(const nlohmann::json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_float()) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", v.get<double>());
+std::string format_number(double v) {
+  if (std::isnan(v)) return "n/a";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[400];  // the largest double has 309 integer digits
+  const double a = std::fabs(v);
+  if (v == std::trunc(v) && a < 1e18) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
     return buf;
   }
-  return v.dump();
+  // Four significant digits in fixed notation (two below 1e-4, where more digits only make
+  // the zeros harder to count); at most 12 decimals, so |v| >= 1e-12 shows.
+  int decimals = (a < 1e-4 ? 1 : 3) - static_cast<int>(std::floor(std::log10(a)));
+  decimals = decimals < 0 ? 0 : (decimals > 12 ? 12 : decimals);
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  std::string s = buf;
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  if (s == "0" || s == "-0") return v < 0 ? "> -0.000000000001" : "< 0.000000000001";
+  return s;
 }
 
-// Generic rendering of an attachment's JSON: scalars as "key: value", small objects nested
-// two levels deep, long arrays and large maps summarised by their size.
-void render_json_fields(std::string& out, const nlohmann::json& j, const std::string& indent,
-                        int depth) {
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const nlohmann::json& v = it.value();
-    if (v.is_object()) {
-      if (depth >= 2 || v.size() > 12) {
-        out += indent + it.key() + ": {" + std::to_string(v.size()) + " entries}\n";
-        continue;
-      }
-      out += indent + it.key() + ":\n";
-      render_json_fields(out, v, indent + "  ", depth + 1);
-    } else if (v.is_array() && (v.size() > 8 || (!v.empty() && v[0].is_structured()))) {
-      out += indent + it.key() + ": [" + std::to_string(v.size()) + " items]\n";
-    } else {
-      out += indent + it.key() + ": " + scalar_text(v) + "\n";
-    }
+std::string format_count(double v) {
+  if (std::isnan(v)) return "n/a";
+  if (v != std::trunc(v) || std::fabs(v) >= 1e18) return format_number(v);
+  const long long n = static_cast<long long>(v);
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
   }
+  return (n < 0 ? "-" : "") + out;
 }
 
-}  // namespace
-
-void render_attachment(std::string& out, const Attachment& a, const ConsoleStyle& style,
-                       const std::string& indent) {
-  if (a.data.is_object()) {
-    if (a.type == "tensor") return render_tensor_attachment(out, a, style, indent);
-    if (a.type == "usage") return render_usage_attachment(out, a, style, indent);
-    if (a.type == "performance") return render_performance_attachment(out, a, style, indent);
+std::string format_short_count(double v) {
+  if (std::isnan(v)) return "n/a";
+  char buf[48];
+  const double a = std::fabs(v);
+  if (a >= 1e9) {
+    std::snprintf(buf, sizeof buf, "%.2fG", v / 1e9);
+  } else if (a >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2fM", v / 1e6);
+  } else if (a >= 1e4) {
+    std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
+  } else if (a >= 100 || v == std::trunc(v)) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, a >= 1 ? "%.1f" : "%.3f", v);
   }
-  out += indent + style.mark("📎 ", "* ") + a.type + (a.name.empty() ? "" : " \"" + a.name + "\"") +
-         "\n";
-  if (a.data.is_object()) {
-    render_json_fields(out, a.data, indent + "   ", 0);
-  } else if (!a.data.is_null()) {
-    out += indent + "   " + a.data.dump() + "\n";
-  }
+  return buf;
 }
 
 }  // namespace genscope::detail

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "genscope/error.hpp"
+#include "report/run_document_text.hpp"
 
 namespace genscope {
 
@@ -84,7 +85,8 @@ json step_json(const StepRecord& s) {
                        {"min_ns", number(it.min_ns)},
                        {"max_ns", number(it.max_ns)},
                        {"stddev_ns", number(it.stddev_ns)},
-                       {"iterations_per_second", number(it.iterations_per_second)}};
+                       {"iterations_per_second", number(it.iterations_per_second)},
+                       {"inferred", s.iterations_inferred}};
   }
   j["counters"] = s.counters;
   json rates = json::object();
@@ -249,6 +251,10 @@ StepRecord read_step(const json& j, const std::string& path) {
       if (!v.is_number()) invalid(path + ".iterations.durations_ns", "expected numbers");
       s.iteration_ns.push_back(v.get<std::int64_t>());
     }
+    if (const json* inferred = member(*it, "inferred"); inferred != nullptr && !inferred->is_null()) {
+      if (!inferred->is_boolean()) invalid(path + ".iterations.inferred", "expected a boolean");
+      s.iterations_inferred = inferred->get<bool>();
+    }
   }
   if (const json* c = member(j, "counters"); c != nullptr && !c->is_null()) {
     if (!c->is_object()) invalid(path + ".counters", "expected an object");
@@ -299,6 +305,10 @@ TimeSeries read_series(const json& j, const std::string& path) {
 
 }  // namespace
 
+json to_json(const StepRecord& step) { return step_json(step); }
+
+StepRecord step_from_json(const json& step) { return read_step(step, "$"); }
+
 json to_json(const Run& run) {
   json j;
   j["schema"] = run.schema;
@@ -327,6 +337,11 @@ json to_json(const Run& run) {
                    {"parameters", run.pipeline.parameters}};
   j["labels"] = run.labels;
   j["probes"] = run.probes;
+  json absent = json::array();
+  for (const AbsentProbe& a : run.absent_probes) {
+    absent.push_back({{"probe", a.probe}, {"reason", a.reason}});
+  }
+  j["absent_probes"] = std::move(absent);
   j["notes"] = run.notes;
   json steps = json::array();
   for (const StepRecord& s : run.steps) steps.push_back(step_json(s));
@@ -391,6 +406,13 @@ Run run_from_json(const json& j) {
   for (const json& v : get_array(j, "probes", "$")) {
     if (v.is_string()) run.probes.push_back(v.get<std::string>());
   }
+  // Documents written before the field existed have none: read as no absent probe.
+  const json& absent = get_array(j, "absent_probes", "$");
+  for (std::size_t i = 0; i < absent.size(); ++i) {
+    const std::string p = "$.absent_probes[" + std::to_string(i) + "]";
+    if (!absent[i].is_object()) invalid(p, "expected an object");
+    run.absent_probes.push_back({get_string(absent[i], "probe", p), get_string(absent[i], "reason", p)});
+  }
   for (const json& v : get_array(j, "notes", "$")) {
     if (v.is_string()) run.notes.push_back(v.get<std::string>());
   }
@@ -414,8 +436,16 @@ Run run_from_json(const json& j) {
   return run;
 }
 
+namespace detail {
+
+std::string run_document_text(const Run& run) {
+  return to_json(run).dump(1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace detail
+
 void write_run_file(const Run& run, const std::filesystem::path& path) {
-  write_file_atomic(path, to_json(run).dump(1) + "\n");
+  write_file_atomic(path, detail::run_document_text(run));
 }
 
 Run read_run_file(const std::filesystem::path& path) {

@@ -21,6 +21,36 @@ assert fit["architecture_mismatch"] is True, fit
 assert "trained for SD1.x; the base is SDXL" in fit["verdict"], fit["verdict"]
 PY
 
+# Loader profiles: ComfyUI maps diffusers attention only through ".processor." names, so the
+# PEFT attention modules are "lora key not loaded" (one line per tensor); diffusers would load
+# these tensors but fails on the file's extra_state key.
+"$G" lora inspect "$tmp/sd15_peft.safetensors" --base "$tmp/sd15.safetensors" > "$tmp/peft.txt" || true
+grep -q "loader comfyui" "$tmp/peft.txt" || fail "loader line: $(cat "$tmp/peft.txt")"
+grep -q "lora key not loaded: 49" "$tmp/peft.txt" || fail "peft not loaded: $(grep 'lora key' "$tmp/peft.txt")"
+grep -q "verdict: comfyui: partial fit: 3 of 27 modules" "$tmp/peft.txt" || fail "peft verdict: $(grep verdict "$tmp/peft.txt")"
+grep -q "other loader: diffusers would fail to load this LoRA: .*Invalid LoRA checkpoint" "$tmp/peft.txt" \
+  || fail "other loader: $(grep 'other loader' "$tmp/peft.txt")"
+"$G" lora inspect "$tmp/wan_peft.safetensors" --base "$tmp/wan.safetensors" --loader diffusers --json > "$tmp/wan.json" || true
+/usr/bin/python3 - "$tmp/wan.json" <<'PY'
+import json, sys
+fit = json.load(open(sys.argv[1]))["fit"]
+assert fit["loader"] == "diffusers", fit["loader"]
+assert fit["verdict"] == "diffusers: all 8 modules load onto this Wan base", fit["verdict"]
+assert fit["other_loader"]["summary"] == "comfyui would not load 16 of the tensors diffusers loads", fit["other_loader"]
+PY
+# A pruned checkpoint: the weights ComfyUI still patches are "missing from this file".
+"$G" lora inspect "$tmp/sd15_kohya.safetensors" --base "$tmp/sd15_pruned.safetensors" > "$tmp/pruned.txt" || true
+grep -q "NOT LOADED: 0, missing from this file: 2" "$tmp/pruned.txt" || fail "pruned: $(grep 'NOT LOADED' "$tmp/pruned.txt")"
+# One weight named twice: the shadowed module is a warning, never applied.
+"$G" lora inspect "$tmp/sd15_twice.safetensors" --base "$tmp/sd15.safetensors" > "$tmp/twice.txt" || true
+grep -q "lora_unet_input_blocks_1_1_proj_in (shadowed by lora_unet_down_blocks_0_attentions_0_proj_in" "$tmp/twice.txt" \
+  || fail "shadowed: $(cat "$tmp/twice.txt")"
+set +e
+"$G" lora inspect "$tmp/sd15_kohya.safetensors" --loader automatic > /dev/null 2> "$tmp/err.txt"
+rc=$?
+set -e
+[ $rc -ne 0 ] || fail "--loader automatic accepted"
+
 # Merge at 0.8 and compare with NumPy's merge of the same factors. The UNet weights are F16:
 # the two float32 sums differ in order, so results may differ by one F16 ulp (2^-10 relative).
 "$G" lora apply "$tmp/sd15.safetensors" "$tmp/sd15_kohya.safetensors" --strength 0.8 \
@@ -28,9 +58,11 @@ PY
 "$G" tensor diff "$tmp/merged.safetensors" "$tmp/expected_sd15_kohya.safetensors" \
   --rtol 2e-3 --atol 1e-6 > "$tmp/diff.txt" || fail "merge differs from NumPy: $(tail -3 "$tmp/diff.txt")"
 "$G" model diff "$tmp/sd15.safetensors" "$tmp/merged.safetensors" > "$tmp/model.txt"
-grep -q "values changed 265" "$tmp/model.txt" || fail "model diff: $(head -5 "$tmp/model.txt")"
+# 265 modules, of which the 48 with alpha 0 change nothing (ComfyUI scales by alpha / rank = 0).
+grep -q "values changed 217" "$tmp/model.txt" || fail "model diff: $(head -5 "$tmp/model.txt")"
 
-# Bad LoRAs: a named error, exit 2, and no output file left behind.
+# Bad LoRAs: a named error, exit 2, and no output file left behind (bad_missing_half has an
+# up without its down: ComfyUI's load_lora raises KeyError).
 for bad in bad_missing_half:LoraMissingHalf bad_rank_mismatch:LoraRankMismatch bad_nan:LoraNaN; do
   file=${bad%%:*}; name=${bad##*:}
   set +e

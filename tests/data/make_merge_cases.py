@@ -12,8 +12,15 @@ usage: make_merge_cases.py OUTDIR        (fixed seed: the output is deterministi
 OUTDIR/cases.json lists the cases:
   merges:   {name, base, lora, strength, expected}              -> genscope merge_lora
   patchers: {name, base, lora, calls: [{strength, strength_model,
-             targets: [{module, key, chunk, chunks, bias_key, transpose}]}], expected}
+             targets: [{module, key, chunk, chunks, row_offset, rows, delta_row_offset,
+                        bias_key, transpose}]}], expected}
                                                                -> genscope ModelPatcher
+  targets:  {name, base, lora, strength, expected, shadowed: [[module, by]], new: {key: dtype}}
+            merges through fit_lora onto bases with complete key sets (tests/data/layouts.py:
+            SDXL with an OpenCLIP tower, Flux in its own and in diffusers' layout): transposed,
+            identity-initialised, chunked and windowed weights, slices of a fused delta, bias
+            patches, a shadowed module; the targets are written below as ComfyUI's key maps
+            give them (not taken from genscope)        -> genscope merge_lora
   errors:   {name, base, lora, error, names}                   -> merge_lora must refuse
 """
 import json
@@ -22,6 +29,10 @@ import struct
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import comfy_rules  # noqa: E402
+import layouts  # noqa: E402
 
 F32_EPS = float(np.finfo(np.float32).eps)
 
@@ -163,28 +174,39 @@ def calculate(base, lora, calls):
             has = lambda s: f"{name}.{s}" in lora
             weight_patch = any(has(s) for s in ("set_weight", "diff", "w_norm", "lora_up.weight", "lora_B.weight",
                                                "hada_w1_a", "lokr_w1", "lokr_w2", "lokr_w1_a", "lokr_w2_a"))
-            if weight_patch and t["key"] in base:
+            if weight_patch and (t["key"] in base or t.get("identity")):
                 entries.setdefault(t["key"], []).append((strength, strength_model, t, False))
             bias_role = has("diff_b") or (has("b_norm") and has("w_norm"))
             if t.get("bias_key") and bias_role and t["bias_key"] in base:
                 entries.setdefault(t["bias_key"], []).append((strength, strength_model, t, True))
     out = {k: v.value.copy() for k, v in base.items()}
     for key, lst in entries.items():
-        w = out[key]
+        # comfy/clip_model.py: a text_projection the file lacks is initialised to the identity.
+        w = out[key] if key in out else np.eye(lst[0][2]["identity"])
         for strength, strength_model, t, is_bias in lst:
             if is_bias:
                 w = w * strength_model
                 w = bias_patch(lora, t["module"], w, strength)
                 continue
-            chunks, chunk = t.get("chunks", 1), t.get("chunk", 0)
-            rows = w.shape[0] // chunks
-            part = w[chunk * rows:(chunk + 1) * rows] * strength_model  # narrow, then scale
-            if t.get("transpose"):
+            if t.get("rows"):  # an offset patch (0, start, length): ComfyUI narrows to it
+                first, rows = t["row_offset"], t["rows"]
+            else:
+                chunks, chunk = t.get("chunks", 1), t.get("chunk", 0)
+                rows = w.shape[0] // chunks
+                first = chunk * rows
+            part = w[first:first + rows] * strength_model  # narrow, then scale
+            if "delta_row_offset" in t:
+                # A fused delta split over the tensors of a diffusers-layout file: its rows
+                # [d, d + rows) land here (additive patches only).
+                full = module_patch(lora, t["module"], np.zeros(t["delta_shape"]), strength)
+                d = t["delta_row_offset"]
+                part = part + full[d:d + rows].reshape(part.shape)
+            elif t.get("transpose"):
                 part = module_patch(lora, t["module"], part.T.copy(), strength).T
             else:
                 part = module_patch(lora, t["module"], part, strength)
             w = w.copy()
-            w[chunk * rows:(chunk + 1) * rows] = part
+            w[first:first + rows] = part
         out[key] = w
     return out
 
@@ -232,6 +254,11 @@ def main(outdir):
         B + "ff.net.2.weight": T(rnd(rng, (16, 64), 0.1), "F16"),
         "cond_stage_model.transformer.text_model.final_layer_norm.weight": T(1 + rnd(rng, (12,), 0.1), "F16"),
     }
+    # Around them, the rest of an SD1.5 checkpoint's keys (tests/data/layouts.py), so that the
+    # loader profile recognises the model as ComfyUI would (its key maps come from the model).
+    layout = [(U + l, s) for l, d, s in layouts.unet(**SD15)]
+    layout += [k[:2] for k in layouts.clip_hf("cond_stage_model.transformer.text_model.", 12, 12)]
+    base = {**{k: T(rnd(rng, s, 0.1), "F16") for k, s in layout if k not in base}, **base}
     write(f"{outdir}/merge_base.safetensors", base)
     k = lambda key: "lora_unet_" + key[len(U):-len(".weight")].replace(".", "_")
     cases = {"merges": [], "patchers": [], "errors": []}
@@ -264,12 +291,16 @@ def main(outdir):
         k(conv_in) + ".lora_up.weight": T(rnd(rng, (8, 4, 1, 1), 0.2)),
         k(conv_in) + ".lora_down.weight": T(rnd(rng, (4, 6, 3, 3), 0.2)),
         k(conv_in) + ".alpha": T(2.0),
-        # PEFT DoRA: ComfyUI reads lora_A/lora_B and ignores lora_magnitude_vector.
         "diffusion_model.input_blocks.1.1.transformer_blocks.0.attn2.to_k.lora_A.weight": T(rnd(rng, (4, 24), 0.2)),
         "diffusion_model.input_blocks.1.1.transformer_blocks.0.attn2.to_k.lora_B.weight": T(rnd(rng, (16, 4), 0.2)),
-        "diffusion_model.input_blocks.1.1.transformer_blocks.0.attn2.to_k.lora_magnitude_vector": T(1 + rnd(rng, (16,), 0.1)),
     }
     merge_case("m_lora", lora, 0.7)
+    # PEFT DoRA: ComfyUI reads lora_A/lora_B and ignores lora_magnitude_vector, so it applies a
+    # plain LoRA the trainer did not mean; merge_lora refuses it (the "errors" cases below).
+    peft_dora = {k.replace("attn2.to_k", "attn2.to_v"): T(rnd(rng, v.value.shape, 0.2)) for k, v in lora.items()
+                 if "attn2.to_k" in k}
+    peft_dora["diffusion_model.input_blocks.1.1.transformer_blocks.0.attn2.to_v.lora_magnitude_vector"] = \
+        T(1 + rnd(rng, (16,), 0.1))
 
     # ---- LoCon with a Tucker mid ----
     merge_case("m_locon_mid", {
@@ -400,6 +431,7 @@ def main(outdir):
               m + ".hada_t1": T(rnd(rng, (3, 3, 3, 3), 0.3)), m + ".hada_w2_a": T(rnd(rng, (3, 8), 0.3)),
               m + ".hada_w2_b": T(rnd(rng, (3, 8), 0.3))}
     error_case("e_loha_no_t2", loha_t, "LoraMissingHalf", "hada_t2")
+    error_case("e_peft_dora", peft_dora, "LoraUnsupported", "attn2.to_v")
     bad = dict(loha_t)
     bad[m + ".hada_t2"] = T(rnd(rng, (3, 2, 3, 3), 0.3))
     error_case("e_loha_t2_rank", bad, "LoraRankMismatch", "hada_t2")
@@ -418,8 +450,147 @@ def main(outdir):
     nan[2, 3] = np.nan
     error_case("e_set_nan", {k(B + "attn1.to_out.0.weight") + ".set_weight": T(nan)}, "LoraNaN", "set_weight")
 
+    target_cases(outdir, rng, cases, error_case)
     with open(f"{outdir}/cases.json", "w") as f:
         json.dump(cases, f, indent=1)
+
+
+SD15 = dict(mc=8, mult=[1, 2, 4, 4], nres=2, depth_in=[1, 1, 1, 0], depth_mid=1, depth_out=[1, 1, 1, 0],
+            ctx=12, temb=16, adm=0, linear=False)  # as tests/data/make_models.py
+SDXL = dict(mc=12, mult=[1, 2, 4], nres=2, depth_in=[0, 2, 10], depth_mid=10, depth_out=[0, 2, 10],
+            ctx=20, temb=24, adm=32, linear=True)  # as tests/data/make_models.py
+
+
+def target_cases(outdir, rng, cases, error_case):
+    """Merges through fit_lora whose targets use every LoraKeyTarget field. Each target below
+    is what ComfyUI's model_lora_keys_unet / model_lora_keys_clip give the name (comfy/lora.py;
+    comfy/utils.py flux_to_diffusers; comfy/sd1_clip.py / clip_model.py for the projections)."""
+    lp = lambda shape, rank=4, s=0.3: (T(rnd(rng, (shape[0], rank), s)), T(rnd(rng, (rank, shape[1]), s)))
+
+    def lora(out, name, shape, rank=4, alpha=None, forms=(".lora_up.weight", ".lora_down.weight")):
+        out[name + forms[0]], out[name + forms[1]] = lp(shape, rank)
+        if alpha is not None:
+            out[name + ".alpha"] = T(alpha)
+
+    def case(name, base_file, base, lora_t, strength, targets, shadowed=(), new=None):
+        write(f"{outdir}/{name}.safetensors", lora_t)
+        expected = calculate(base, lora_t, [(strength, 1.0, targets)])
+        write(f"{outdir}/{name}_expected.safetensors", {n: T(v, "F64") for n, v in expected.items()})
+        cases["targets"].append({"name": name, "base": base_file, "lora": f"{name}.safetensors", "strength": strength,
+                                 "expected": f"{name}_expected.safetensors", "shadowed": [list(x) for x in shadowed],
+                                 "new": new or {}})
+
+    cases["targets"] = []
+    # ---- SDXL (ldm): CLIP-L in HF layout without text_projection, OpenCLIP-bigG ----
+    te1 = "conditioner.embedders.0.transformer."
+    te2 = "conditioner.embedders.1.model."
+    keys = [("model.diffusion_model." + l, s) for l, d, s in layouts.unet(**SDXL)]
+    keys += [k[:2] for k in layouts.clip_hf(te1 + "text_model.", 12, 12)]
+    keys += [k[:2] for k in layouts.open_clip(te2, 32, 8)]
+    xl = {k: T(rnd(rng, s, 0.1) + (1 if k.endswith("logit_scale") else 0), "F16") for k, s in keys}
+    write(f"{outdir}/t_sdxl.safetensors", xl)
+    t, targets = {}, []
+    # OpenCLIP's text_projection is stored for x @ P; ComfyUI loads it transposed
+    # (clip_text_transformers_convert) and patches that: a DoRA on the transposed weight.
+    lora(t, "lora_te2_text_projection", (8, 8), alpha=2.0)
+    t["lora_te2_text_projection.dora_scale"] = T(1 + rnd(rng, (8, 1), 0.2))
+    targets.append({"module": "lora_te2_text_projection", "key": te2 + "text_projection", "transpose": True})
+    # CLIP-L has no text_projection in the file; ComfyUI patches its identity-initialised one.
+    lora(t, "lora_te1_text_projection", (12, 12))
+    targets.append({"module": "lora_te1_text_projection", "key": te1 + "text_projection.weight", "identity": 12})
+    # q/k/v of the fused in_proj_weight: a LoKr on the k chunk, a plain LoRA on v.
+    k_mod = "lora_te2_text_model_encoder_layers_3_self_attn_k_proj"
+    t[k_mod + ".lokr_w1"] = T(rnd(rng, (2, 2), 0.3))
+    t[k_mod + ".lokr_w2_a"] = T(rnd(rng, (4, 2), 0.3))
+    t[k_mod + ".lokr_w2_b"] = T(rnd(rng, (2, 4), 0.3))
+    t[k_mod + ".alpha"] = T(1.0)
+    targets.append({"module": k_mod, "key": te2 + "transformer.resblocks.3.attn.in_proj_weight", "chunk": 1, "chunks": 3})
+    v_mod = "lora_te2_text_model_encoder_layers_3_self_attn_v_proj"
+    lora(t, v_mod, (8, 8), alpha=1.0)
+    targets.append({"module": v_mod, "key": te2 + "transformer.resblocks.3.attn.in_proj_weight", "chunk": 2, "chunks": 3})
+    # diff + diff_b: the weight and "<module>.bias"; a diff_b alone patches only the bias.
+    fc1 = "lora_te1_text_model_encoder_layers_0_mlp_fc1"
+    t[fc1 + ".diff"] = T(rnd(rng, (48, 12), 0.01))
+    t[fc1 + ".diff_b"] = T(rnd(rng, (48,), 0.01))
+    p = te1 + "text_model.encoder.layers."
+    targets.append({"module": fc1, "key": p + "0.mlp.fc1.weight", "bias_key": p + "0.mlp.fc1.bias"})
+    fc2 = "lora_te1_text_model_encoder_layers_1_mlp_fc2"
+    t[fc2 + ".diff_b"] = T(rnd(rng, (12,), 0.01))
+    targets.append({"module": fc2, "key": p + "1.mlp.fc2.bias", "bias_key": p + "1.mlp.fc2.bias"})
+    case("t_sdxl_targets", "t_sdxl.safetensors", xl, t, 0.7, targets, new={te1 + "text_projection.weight": "F16"})
+
+    # ---- Flux, its own layout (bare keys): offset patches of the fused qkv ----
+    h = 16
+    config = {"depth": 19, "depth_single_blocks": 38, "hidden_size": h}
+    fkeys = layouts.flux(19, 38, h)
+    flux = {k: T(rnd(rng, s, 0.1), "F16") for k, s in fkeys}
+    write(f"{outdir}/t_flux.safetensors", flux)
+    t, targets = {}, []
+    qkv = "double_blocks.0.img_attn.qkv.weight"
+    q = "transformer.transformer_blocks.0.attn.to_q"  # -> qkv rows [0, h)
+    t[q + ".hada_w1_a"], t[q + ".hada_w1_b"] = lp((h, h), 3)
+    t[q + ".hada_w2_a"], t[q + ".hada_w2_b"] = lp((h, h), 3)
+    t[q + ".alpha"] = T(1.5)
+    targets.append({"module": q, "key": qkv, "row_offset": 0, "rows": h})
+    k_ = "transformer.transformer_blocks.0.attn.to_k"  # -> rows [h, 2h), DoRA over the window
+    lora(t, k_, (h, h), alpha=2.0)
+    t[k_ + ".dora_scale"] = T(1 + rnd(rng, (h, 1), 0.2))
+    targets.append({"module": k_, "key": qkv, "row_offset": h, "rows": h})
+    v = "transformer.transformer_blocks.0.attn.to_v"  # -> rows [2h, 3h), PEFT names
+    lora(t, v, (h, h), forms=(".lora_B.weight", ".lora_A.weight"))
+    targets.append({"module": v, "key": qkv, "row_offset": 2 * h, "rows": h})
+    # One weight by two names: ComfyUI keeps the later one of its key map (the diffusers
+    # name, added after the lora_unet_ names) and drops the other.
+    lora(t, "lora_unet_double_blocks_0_img_attn_proj", (h, h))
+    proj = "transformer.transformer_blocks.0.attn.to_out.0"
+    lora(t, proj, (h, h), forms=(".lora_B.weight", ".lora_A.weight"))
+    targets.append({"module": proj, "key": "double_blocks.0.img_attn.proj.weight"})
+    b1 = "lora_unet_double_blocks_1_img_attn_proj"
+    t[b1 + ".diff"] = T(rnd(rng, (h, h), 0.01))
+    t[b1 + ".diff_b"] = T(rnd(rng, (h,), 0.01))
+    targets.append({"module": b1, "key": "double_blocks.1.img_attn.proj.weight",
+                    "bias_key": "double_blocks.1.img_attn.proj.bias"})
+    case("t_flux_windows", "t_flux.safetensors", flux, t, 0.8, targets,
+         shadowed=[("lora_unet_double_blocks_0_img_attn_proj", proj)])
+
+    # ---- the same Flux in diffusers' layout: a fused kohya delta lands in slices ----
+    fmap = comfy_rules.flux_to_diffusers(config)
+    dif, pieces = {}, {}
+    for d, o in fmap.items():
+        if any(x in d for x in ("linear_in", "linear_out", "to_qkv_mlp_proj", "attn.to_out.weight")):
+            continue  # LyCORIS / Flux 2 aliases of weights already named
+        key = o if isinstance(o, str) else o[0]
+        if key not in flux or (isinstance(o, tuple) and o[1] is None):
+            continue  # swap_scale_shift tensors: not needed here
+        if isinstance(o, tuple):
+            _, start, rows = o[1]
+            dif[d] = T(flux[key].value[start:start + rows], "BF16")
+            pieces.setdefault(key, []).append((d, start, rows))
+        else:
+            dif[d] = T(flux[key].value, "BF16")
+    write(f"{outdir}/t_flux_diffusers.safetensors", dif)
+    t, targets = {}, []
+
+    def fused(module, key, shape):
+        for d, start, rows in sorted(pieces[key], key=lambda x: x[1]):
+            targets.append({"module": module, "key": d, "row_offset": 0, "rows": rows,
+                            "delta_row_offset": start, "delta_shape": list(shape)})
+
+    lora(t, "lora_unet_double_blocks_0_img_attn_qkv", (3 * h, h), alpha=2.0)
+    fused("lora_unet_double_blocks_0_img_attn_qkv", "double_blocks.0.img_attn.qkv.weight", (3 * h, h))
+    lora(t, "lora_unet_single_blocks_0_linear1", (7 * h, h), rank=8)
+    fused("lora_unet_single_blocks_0_linear1", "single_blocks.0.linear1.weight", (7 * h, h))
+    t["lora_unet_double_blocks_1_txt_attn_qkv.diff"] = T(rnd(rng, (3 * h, h), 0.01))
+    fused("lora_unet_double_blocks_1_txt_attn_qkv", "double_blocks.1.txt_attn.qkv.weight", (3 * h, h))
+    case("t_flux_slices", "t_flux_diffusers.safetensors", dif, t, 0.9, targets)
+    # A DoRA cannot be split by rows: refused by name, nothing written.
+    bad = {}
+    lora(bad, "lora_unet_double_blocks_2_img_attn_qkv", (3 * h, h))
+    bad["lora_unet_double_blocks_2_img_attn_qkv.dora_scale"] = T(np.ones((3 * h, 1)))
+    write(f"{outdir}/e_slice_dora.safetensors", bad)
+    cases["errors"].append({"name": "e_slice_dora", "base": "t_flux_diffusers.safetensors",
+                            "lora": "e_slice_dora.safetensors", "error": "LoraUnsupported",
+                            "names": "lora_unet_double_blocks_2_img_attn_qkv"})
 
 
 def seeds(outdir):

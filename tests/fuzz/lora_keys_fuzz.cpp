@@ -1,8 +1,10 @@
 // libFuzzer target for the LoRA key parsers (src/lora): module grouping, architecture
 // detection, UNet structure detection, the generated ldm<->diffusers map and the ComfyUI key
 // map, fed with the tensor names of a safetensors header (when the bytes parse as one) or
-// else with the input's lines. Invariants: no crash, every key lands in exactly one module
-// role or in the unknown list, every generated diffusers name maps to an ldm name.
+// else with the input's lines; with a parsed header also both loaders' maps over its shapes
+// (model detection, row windows, text towers). Invariants: no crash, every key lands in
+// exactly one module role or in the unknown list, every generated diffusers name maps to an
+// ldm name, targets name a key and non-negative windows.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -18,6 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const SafetensorsFile f = SafetensorsFile::parse(std::as_bytes(std::span<const std::uint8_t>(data, size)));
     for (const auto& e : f.entries()) keys.push_back(e.name);
+    for (const LoraLoader loader : {LoraLoader::kComfyUI, LoraLoader::kDiffusers}) {
+      for (const auto& [name, target] : lora_key_map(f, loader)) {
+        if (target.key.empty() || target.row_offset < 0 || target.rows < 0) __builtin_trap();
+      }
+    }
   } catch (const Error&) {
     std::string line;
     for (std::size_t i = 0; i < size && keys.size() < 4096; ++i) {

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <string>
 
@@ -62,11 +63,33 @@ double ulp(DType dtype, double x) {
 
 // Every tensor of `got` (stored dtype) against the unrounded float64 reference: within one
 // ulp of the stored dtype (F32: 1e-5 relative), untouched tensors bit for bit.
-void expect_merged(const fs::path& got_path, const fs::path& base_path, const fs::path& want_path) {
+// `added`: tensors the merge writes that the base lacks (identity-initialised weights), with
+// the dtype each must have; their reference starts from the identity.
+void expect_merged(const fs::path& got_path, const fs::path& base_path, const fs::path& want_path,
+                   const std::map<std::string, std::string>& added = {}) {
   const auto got = SafetensorsFile::open(got_path);
   const auto base = SafetensorsFile::open(base_path);
   const auto want = SafetensorsFile::open(want_path);
-  ASSERT_EQ(got.entries().size(), base.entries().size());
+  ASSERT_EQ(got.entries().size(), base.entries().size() + added.size());
+  for (const auto& [name, dtype] : added) {
+    const SafetensorsEntry* g = got.find(name);
+    const SafetensorsEntry* w = want.find(name);
+    ASSERT_NE(g, nullptr) << name << " not written";
+    ASSERT_NE(w, nullptr) << name;
+    EXPECT_EQ(dtype_name(g->dtype), dtype) << name;
+    ASSERT_EQ(g->shape, w->shape) << name;
+    const auto gv = detail::tensor_to_f32(got, *g);
+    std::vector<double> exact(gv.size());
+    const auto bytes = want.bytes(*w);
+    std::memcpy(exact.data(), bytes.data(), bytes.size());
+    std::size_t off_identity = 0;
+    for (std::size_t i = 0; i < gv.size(); ++i) {
+      const std::size_t n = static_cast<std::size_t>(g->shape[0]);
+      off_identity += exact[i] != (i / n == i % n ? 1.0 : 0.0);
+      EXPECT_LE(std::fabs(gv[i] - exact[i]), ulp(g->dtype, exact[i])) << name << "[" << i << "]";
+    }
+    EXPECT_GT(off_identity, 0u) << name << ": the reference does not patch it";
+  }
   for (const SafetensorsEntry& b : base.entries()) {
     const SafetensorsEntry* g = got.find(b.name);
     const SafetensorsEntry* w = want.find(b.name);
@@ -116,6 +139,66 @@ TEST(LoraMerge, EveryModuleTypeMatchesNumPyComfyUi) {
   }
 }
 
+// merge_lora through fit_lora onto bases with complete key sets, where the targets use every
+// LoraKeyTarget field (transpose, materialize_identity, chunks, row windows, delta slices,
+// bias_key, a bias-only target, a shadowed module); the NumPy targets are ComfyUI's, written
+// in the generator, not read from genscope.
+TEST(LoraMerge, TargetsFromTheFitMatchNumPyComfyUi) {
+  ASSERT_EQ(cases()["targets"].size(), 3u);
+  for (const auto& c : cases()["targets"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    const fs::path out = cases_dir() / (c["name"].get<std::string>() + "_out.safetensors");
+    const fs::path base = cases_dir() / c["base"].get<std::string>();
+    const LoraMergeResult r =
+        merge_lora(base, cases_dir() / c["lora"].get<std::string>(), out, c["strength"].get<double>());
+    EXPECT_TRUE(r.fit.shape_mismatches.empty());
+    EXPECT_TRUE(r.fit.merge_unsupported.empty());
+    // The shadowed module is reported and applied nowhere.
+    ASSERT_EQ(r.fit.shadowed.size(), c["shadowed"].size());
+    for (std::size_t i = 0; i < r.fit.shadowed.size(); ++i) {
+      EXPECT_EQ(r.fit.shadowed[i].module, c["shadowed"][i][0].get<std::string>());
+      EXPECT_EQ(r.fit.shadowed[i].by, c["shadowed"][i][1].get<std::string>());
+      for (const auto& [module, target] : r.fit.matched) EXPECT_NE(module, r.fit.shadowed[i].module);
+    }
+    expect_merged(out, base, cases_dir() / c["expected"].get<std::string>(),
+                  c["new"].get<std::map<std::string, std::string>>());
+    fs::remove(out);
+  }
+}
+
+// The fit's targets carry the fields the merge honours (the values ComfyUI's maps give).
+TEST(LoraMerge, FitTargetsCarryTransposeIdentityWindowsAndSlices) {
+  const auto find = [](const LoraFit& fit, const std::string& module) {
+    std::vector<LoraKeyTarget> out;
+    for (const auto& [m, t] : fit.matched) {
+      if (m == module) out.push_back(t);
+    }
+    return out;
+  };
+  const auto xl = fit_lora(*LoraFile::open(cases_dir() / "t_sdxl_targets.safetensors"),
+                           SafetensorsFile::open(cases_dir() / "t_sdxl.safetensors"));
+  const auto te2 = find(xl, "lora_te2_text_projection");
+  ASSERT_EQ(te2.size(), 1u);
+  EXPECT_TRUE(te2[0].transpose);
+  const auto te1 = find(xl, "lora_te1_text_projection");
+  ASSERT_EQ(te1.size(), 1u);
+  EXPECT_TRUE(te1[0].materialize_identity);
+  EXPECT_EQ(te1[0].shape, (std::vector<std::int64_t>{12, 12}));
+  const auto fc1 = find(xl, "lora_te1_text_model_encoder_layers_0_mlp_fc1");
+  ASSERT_EQ(fc1.size(), 1u);
+  EXPECT_EQ(fc1[0].bias_key, "conditioner.embedders.0.transformer.text_model.encoder.layers.0.mlp.fc1.bias");
+  const auto slices = find(fit_lora(*LoraFile::open(cases_dir() / "t_flux_slices.safetensors"),
+                                    SafetensorsFile::open(cases_dir() / "t_flux_diffusers.safetensors")),
+                           "lora_unet_single_blocks_0_linear1");
+  ASSERT_EQ(slices.size(), 4u);  // to_q, to_k, to_v, proj_mlp
+  std::int64_t next = 0;
+  for (const LoraKeyTarget& t : slices) {
+    EXPECT_EQ(t.delta_row_offset, next) << t.key;
+    next += t.rows;
+  }
+  EXPECT_EQ(next, 7 * 16);
+}
+
 TEST(LoraMerge, TuckerLohaHasTheConvShapeAndNorm) {
   const auto lora = LoraFile::open(cases_dir() / "m_loha.safetensors");
   const LoraModule* m = lora->module("lora_unet_input_blocks_1_0_out_layers_3");
@@ -143,7 +226,12 @@ TEST(ModelPatcher, BiasTransposeChunksAndStrengthModelMatchNumPy) {
     for (const auto& call : c["calls"]) {
       LoraFit fit;
       for (const auto& t : call["targets"]) {
-        LoraKeyTarget target{t["key"], t["chunk"], t["chunks"], t["bias_key"], t["transpose"]};
+        LoraKeyTarget target;
+        target.key = t["key"];
+        target.chunk = t["chunk"];
+        target.chunks = t["chunks"];
+        target.bias_key = t["bias_key"];
+        target.transpose = t["transpose"];
         fit.matched.emplace_back(t["module"], target);
       }
       patcher.add_patches(lora, fit, call["strength"], call["strength_model"]);
@@ -178,7 +266,7 @@ TEST(ModelPatcher, RefusesTransposedChunksAndBadShapes) {
   const auto lora = LoraFile::open(cases_dir() / "p_lora.safetensors");
   ModelPatcher patcher(snapshot_from_safetensors(base_path));
   LoraFit fit;
-  fit.matched.emplace_back("m_q", LoraKeyTarget{"qkv.weight", 0, 3, "", true});
+  fit.matched.emplace_back("m_q", LoraKeyTarget{.key = "qkv.weight", .chunks = 3, .transpose = true});
   patcher.add_patches(lora, fit, 1.0);
   try {
     patcher.validate();
@@ -188,8 +276,8 @@ TEST(ModelPatcher, RefusesTransposedChunksAndBadShapes) {
   }
   ModelPatcher wrong(snapshot_from_safetensors(base_path));
   LoraFit fit2;
-  fit2.matched.emplace_back("m_proj", LoraKeyTarget{"lin.weight", 0, 1, "", false});  // [16,12] vs 16×12: fits
-  fit2.matched.emplace_back("m_q", LoraKeyTarget{"lin.weight", 0, 1, "", false});     // 16×8 into 16×12
+  fit2.matched.emplace_back("m_proj", LoraKeyTarget{.key = "lin.weight"});  // [16,12] vs 16×12: fits
+  fit2.matched.emplace_back("m_q", LoraKeyTarget{.key = "lin.weight"});     // 16×8 into 16×12
   wrong.add_patches(lora, fit2, 1.0);
   try {
     wrong.validate();

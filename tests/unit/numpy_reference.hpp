@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -18,9 +20,19 @@ namespace genscope::test {
 inline std::filesystem::path scratch_dir(const std::string& name) {
   const char* env = std::getenv("GENSCOPE_TEST_TMP");
   std::filesystem::path root = env != nullptr ? env : std::filesystem::temp_directory_path();
-  std::filesystem::path dir = root / name;
+  // One folder per process: ctest runs the cases of one suite as parallel processes.
+  std::filesystem::path dir = root / (name + "." + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  // Removed when the test process exits.
+  static struct Cleanup {
+    std::vector<std::filesystem::path> dirs;
+    ~Cleanup() {
+      std::error_code ec;
+      for (const auto& d : dirs) std::filesystem::remove_all(d, ec);
+    }
+  } cleanup;
+  cleanup.dirs.push_back(dir);
   return dir;
 }
 

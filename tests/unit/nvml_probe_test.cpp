@@ -1,5 +1,6 @@
 // Tests of the NVML probe through the fake NVML library (tests/fake_nvml), which answers
 // from a JSON scenario written by each test.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -64,13 +65,17 @@ class NvmlProbeTest : public ::testing::Test {
     return probe;
   }
 
-  std::string open_error(const nlohmann::json& j, std::string library = GENSCOPE_FAKE_NVML) {
+  ProbeStatus open_status(const nlohmann::json& j, std::string library = GENSCOPE_FAKE_NVML) {
     use(j);
     auto probe = make_nvml_probe(std::move(library));
     const ProbeStatus status = probe->open();
     EXPECT_FALSE(status.ok());
     EXPECT_TRUE(probe->metrics().empty());
-    return status.error;
+    return status;
+  }
+
+  std::string open_error(const nlohmann::json& j, std::string library = GENSCOPE_FAKE_NVML) {
+    return open_status(j, std::move(library)).error;
   }
 
   std::string path_;
@@ -172,10 +177,22 @@ TEST_F(NvmlProbeTest, FallsBackToMemoryInfoV1) {
 }
 
 TEST_F(NvmlProbeTest, MissingLibraryIsAClearOpenError) {
-  const std::string error = open_error(scenario(), "/nonexistent/libnvidia-ml.so.1");
-  EXPECT_NE(error.find("cannot load NVML library '/nonexistent/libnvidia-ml.so.1'"),
+  const ProbeStatus status = open_status(scenario(), "/nonexistent/libnvidia-ml.so.1");
+  EXPECT_NE(status.error.find("cannot load NVML library '/nonexistent/libnvidia-ml.so.1'"),
             std::string::npos)
-      << error;
+      << status.error;
+  EXPECT_FALSE(status.absent);  // a library the user named is expected to be there
+}
+
+TEST_F(NvmlProbeTest, DefaultLibraryNotInstalledIsAbsentNotFailed) {
+  if (void* h = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    ::dlclose(h);
+    GTEST_SKIP() << "this machine has libnvidia-ml.so.1";
+  }
+  auto probe = make_nvml_probe();
+  const ProbeStatus status = probe->open();
+  EXPECT_TRUE(status.absent);
+  EXPECT_EQ(status.error, "no NVIDIA driver library (libnvidia-ml.so.1 not found)");
 }
 
 TEST_F(NvmlProbeTest, LibraryWithoutNvmlSymbolsIsAClearOpenError) {
@@ -194,20 +211,28 @@ TEST_F(NvmlProbeTest, EnvironmentOverridesTheLibraryPath) {
 
 TEST_F(NvmlProbeTest, InitFailureIsAClearOpenError) {
   nlohmann::json j = scenario();
-  j["errors"] = {{"nvmlInit_v2", 9}};  // NVML_ERROR_DRIVER_NOT_LOADED
-  EXPECT_EQ(open_error(j), "nvmlInit_v2 failed: Driver Not Loaded");
+  j["errors"] = {{"nvmlInit_v2", 9}};  // NVML_ERROR_DRIVER_NOT_LOADED: no GPU here
+  const ProbeStatus status = open_status(j);
+  EXPECT_EQ(status.error, "nvmlInit_v2 failed: Driver Not Loaded");
+  EXPECT_TRUE(status.absent);
   ::unsetenv("GENSCOPE_FAKE_NVML_SCENARIO");  // the fake's "no driver" default
   auto probe = make_nvml_probe(GENSCOPE_FAKE_NVML);
   EXPECT_EQ(probe->open().error, "nvmlInit_v2 failed: Driver Not Loaded");
+  j["errors"] = {{"nvmlInit_v2", 999}};  // any other failure is a failure
+  EXPECT_FALSE(open_status(j).absent);
 }
 
 TEST_F(NvmlProbeTest, NoDeviceIsAClearOpenError) {
   nlohmann::json j = scenario();
   j["devices"] = nlohmann::json::array();
-  EXPECT_NE(open_error(j).find("NVML sees no GPU"), std::string::npos);
+  const ProbeStatus none = open_status(j);
+  EXPECT_NE(none.error.find("NVML sees no GPU"), std::string::npos);
+  EXPECT_TRUE(none.absent);
   j = scenario();
   j["errors"] = {{"nvmlDeviceGetCount_v2", 999}};
-  EXPECT_EQ(open_error(j), "nvmlDeviceGetCount_v2 failed: Unknown Error");
+  const ProbeStatus failed = open_status(j);
+  EXPECT_EQ(failed.error, "nvmlDeviceGetCount_v2 failed: Unknown Error");
+  EXPECT_FALSE(failed.absent);
 }
 
 TEST_F(NvmlProbeTest, FailingCallGivesNaNForItsFigureOnly) {

@@ -29,6 +29,7 @@ genscope::Run sample_run() {
   r.pipeline = {"t2i", "sd15", "UNet", {{"steps", "20"}, {"seed", "7"}}};
   r.labels = {{"branch", "main"}};
   r.probes = {"process", "system"};
+  r.absent_probes = {{"nvml", "no NVIDIA driver library (libnvidia-ml.so.1 not found)"}};
   r.notes = {"a note"};
   StepRecord s;
   s.id = 0;
@@ -43,6 +44,7 @@ genscope::Run sample_run() {
   s.attempts.push_back({"direct", StepStatus::kFailed, "OOM", 10});
   s.attempts.push_back({"tiled", StepStatus::kOk, "", 20});
   s.iteration_ns = {300, 100, 200};
+  s.iterations_inferred = true;
   s.counters = {{"frames", 16}};
   s.labels = {{"strategy", "tiled"}};
   s.attachments.push_back({"tensor", "latent", {{"shape", {1, 4, 64, 64}}}});
@@ -76,6 +78,35 @@ TEST(RunJson, RoundTripKeepsEveryField) {
   EXPECT_TRUE(std::isnan(back.steps[0].metrics[1].before));
   EXPECT_TRUE(std::isnan(back.series.at(1, 0)));
   EXPECT_EQ(back.steps[1].parent_id, 0);
+  ASSERT_EQ(back.absent_probes.size(), 1u);
+  EXPECT_EQ(back.absent_probes[0].probe, "nvml");
+  EXPECT_TRUE(back.steps[0].iterations_inferred);
+  EXPECT_EQ(j["steps"][0]["iterations"]["inferred"], true);
+}
+
+TEST(RunJson, DocumentsWithoutAbsentProbesStillRead) {
+  nlohmann::json j = to_json(sample_run());
+  j.erase("absent_probes");  // written before the field existed
+  EXPECT_TRUE(run_from_json(j).absent_probes.empty());
+  j["absent_probes"] = {"nvml"};
+  try {
+    run_from_json(j);
+    FAIL() << "a malformed absent_probes entry was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.name(), "InvalidRunDocument");
+    EXPECT_NE(std::string(e.what()).find("$.absent_probes[0]"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RunJson, OneStepRoundTripsAndOldDocumentsReadAsObservedIterations) {
+  const genscope::Run r = sample_run();
+  const nlohmann::json j = to_json(r.steps[0]);
+  EXPECT_EQ(to_json(step_from_json(j)), j);
+  nlohmann::json old = j;
+  old["iterations"].erase("inferred");  // written before the field existed
+  EXPECT_FALSE(step_from_json(old).iterations_inferred);
+  old["iterations"]["inferred"] = "yes";
+  EXPECT_THROW(step_from_json(old), genscope::Error);
 }
 
 TEST(RunJson, DerivedFiguresAreWritten) {

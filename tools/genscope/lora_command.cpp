@@ -1,9 +1,11 @@
-// `genscope lora inspect LORA [--base BASE] [--json]` and
-// `genscope lora apply BASE LORA --strength S -o OUT [--json]`.
+// `genscope lora inspect LORA [--base BASE] [--loader comfyui|diffusers] [--json]` and
+// `genscope lora apply BASE LORA --strength S -o OUT [--loader comfyui|diffusers] [--json]`.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <set>
 
 #include "command.hpp"
 #include "genscope/lora.hpp"
@@ -52,14 +54,40 @@ void print_inspection(const LoraFile& lora, const nlohmann::json& j) {
 }
 
 void print_fit(const LoraFit& fit) {
-  std::printf("fit against base (%s, %zu keys)\n", std::string(model_arch_name(fit.base_arch)).c_str(), fit.base_keys);
-  std::printf("  matched %zu modules -> %zu base weights patched\n", fit.matched.size(), fit.base_weights_patched);
-  std::printf("  lora key not loaded: %zu, NOT LOADED: %zu, shape mismatches: %zu\n",
-              fit.lora_keys_not_loaded.size(), fit.not_loaded.size(), fit.shape_mismatches.size());
+  std::printf("fit against base (%s, %zu keys), loader %s\n", std::string(model_arch_name(fit.base_arch)).c_str(),
+              fit.base_keys, std::string(lora_loader_name(fit.loader)).c_str());
+  std::set<std::string> modules;
+  for (const auto& [module, target] : fit.matched) modules.insert(module);
+  std::printf("  matched %zu modules -> %zu base weights patched (%zu of %zu tensors loaded)\n", modules.size(),
+              fit.base_weights_patched, fit.tensors_loaded, fit.lora_tensors);
+  std::printf("  lora key not loaded: %zu, NOT LOADED: %zu, missing from this file: %zu, shadowed: %zu, "
+              "shape mismatches: %zu\n",
+              fit.lora_keys_not_loaded.size(), fit.not_loaded.size(), fit.missing_from_file.size(),
+              fit.shadowed.size(), fit.shape_mismatches.size());
   print_list("lora key not loaded", fit.lora_keys_not_loaded, 10);
   print_list("NOT LOADED", fit.not_loaded, 10);
+  print_list("missing from this file (patched by the loader, absent here)", fit.missing_from_file, 10);
+  std::vector<std::string> shadowed;
+  for (const auto& s : fit.shadowed) shadowed.push_back(s.module + " (shadowed by " + s.by + " on " + s.key + ")");
+  print_list("warning: shadowed modules (not applied)", shadowed, 10);
   print_list("shape mismatches", fit.shape_mismatches, 10);
+  std::vector<std::string> failures, unsupported;
+  for (const auto& f : fit.loader_failures) failures.push_back(f.message);
+  for (const auto& f : fit.merge_unsupported) unsupported.push_back(f.message);
+  print_list("loader fails", failures, 10);
+  print_list("not mergeable by genscope", unsupported, 10);
   std::printf("  verdict: %s\n", fit.verdict.c_str());
+  if (fit.other_loader && !fit.other_loader->summary.empty()) {
+    std::printf("  other loader: %s\n", fit.other_loader->summary.c_str());
+  }
+}
+
+// --loader: the two profile names.
+CLI::Option* add_loader_option(CLI::App* cmd, LoraLoader& loader) {
+  static const std::map<std::string, LoraLoader> kLoaders{{"comfyui", LoraLoader::kComfyUI},
+                                                          {"diffusers", LoraLoader::kDiffusers}};
+  return cmd->add_option("--loader", loader, "Whose loading rules: comfyui (default) or diffusers")
+      ->transform(CLI::CheckedTransformer(kLoaders, CLI::ignore_case));
 }
 
 }  // namespace
@@ -71,18 +99,20 @@ void register_lora_command(CLI::App& app, CommandContext& context) {
   struct InspectOptions {
     std::string lora, base;
     bool json = false;
+    LoraLoader loader = LoraLoader::kComfyUI;
   };
   auto in = std::make_shared<InspectOptions>();
   CLI::App* inspect = lora_cmd->add_subcommand("inspect", "Formats, ranks, scales, ||dW|| and fit to a base");
   inspect->add_option("LORA", in->lora, "LoRA file (.safetensors)")->required();
   inspect->add_option("--base", in->base, "Base checkpoint to check the LoRA against");
   inspect->add_flag("--json", in->json, "Machine-readable output");
+  add_loader_option(inspect, in->loader);
   inspect->callback([in, &context] {
     const auto lora = LoraFile::open(in->lora);
     nlohmann::json out{{"lora", lora_inspection_json(*lora)}};
     std::optional<LoraFit> fit;
     if (!in->base.empty()) {
-      fit = fit_lora(*lora, SafetensorsFile::open(in->base));
+      fit = fit_lora(*lora, SafetensorsFile::open(in->base), in->loader);
       out["fit"] = *fit;
     }
     if (in->json) {
@@ -99,6 +129,7 @@ void register_lora_command(CLI::App& app, CommandContext& context) {
     std::string base, lora, out;
     double strength = 1.0;
     bool json = false;
+    LoraLoader loader = LoraLoader::kComfyUI;
   };
   auto ap = std::make_shared<ApplyOptions>();
   CLI::App* apply = lora_cmd->add_subcommand("apply", "Merge a LoRA into a base checkpoint (atomic write)");
@@ -107,11 +138,13 @@ void register_lora_command(CLI::App& app, CommandContext& context) {
   apply->add_option("--strength", ap->strength, "Strength multiplier")->required();
   apply->add_option("-o,--output", ap->out, "Output checkpoint")->required();
   apply->add_flag("--json", ap->json, "Machine-readable output");
+  add_loader_option(apply, ap->loader);
   apply->callback([ap, &context] {
-    const LoraMergeResult r = merge_lora(ap->base, ap->lora, ap->out, ap->strength);
+    const LoraMergeResult r = merge_lora(ap->base, ap->lora, ap->out, ap->strength, ap->loader);
     if (ap->json) {
       std::cout << nlohmann::json{{"output", ap->out},
                                   {"strength", ap->strength},
+                                  {"loader", lora_loader_name(ap->loader)},
                                   {"modules_merged", r.modules_merged},
                                   {"weights_patched", r.weights_patched},
                                   {"bytes_written", r.bytes_written},
@@ -123,7 +156,7 @@ void register_lora_command(CLI::App& app, CommandContext& context) {
       std::printf("merged %zu modules into %zu weights (%s of %s) at strength %g -> %s\n", r.modules_merged,
                   r.weights_patched, format_bytes(static_cast<double>(r.patched_bytes)).c_str(),
                   format_bytes(static_cast<double>(r.bytes_written)).c_str(), ap->strength, ap->out.c_str());
-      if (!r.fit.lora_keys_not_loaded.empty() || !r.fit.not_loaded.empty()) print_fit(r.fit);
+      if (!r.fit.fits()) print_fit(r.fit);
     }
     context.exit_code = 0;
   });

@@ -1,7 +1,12 @@
-// `genscope report RUN.json [--plain] [--json]`: re-renders a saved run.
+// `genscope report RUN.json... [--plain] [--series] [--verbose] [--html F] [--trace F] [--csv DIR]
+// [--metrics F [--openmetrics]] [--pushgateway URL]`: re-renders saved runs (console report, or
+// the exports asked for); --metrics writes one run's Prometheus exposition, --pushgateway pushes it.
 #include <iostream>
 
 #include "command.hpp"
+#include "export_options.hpp"
+#include "genscope/error.hpp"
+#include "genscope/metrics.hpp"
 #include "genscope/report.hpp"
 #include "genscope/run_json.hpp"
 
@@ -9,18 +14,66 @@ namespace genscope::cli {
 
 void register_report_command(CLI::App& app, CommandContext& context) {
   struct Options {
-    std::string path;
+    std::vector<std::string> paths;
     bool plain = false;
     bool series = false;
+    bool verbose = false;
+    ExportOptions exports;
+    std::string metrics;
+    bool openmetrics = false;
+    std::string pushgateway;
   };
   auto options = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("report", "Render the console report of a saved run");
-  cmd->add_option("run", options->path, "Run document (run.json)")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "report",
+      "Render saved runs: the console report, or HTML / Chrome trace / CSV / Prometheus exports");
+  cmd->add_option("run", options->paths,
+                  "Run document(s) (run.json); several runs overlay in --html and --trace")
+      ->required();
   cmd->add_flag("--plain", options->plain, "ASCII markers instead of emoji");
   cmd->add_flag("--series", options->series, "Also summarise the sampled time series");
+  cmd->add_flag("--verbose", options->verbose, "Add every attachment's full data and every metric");
+  add_export_options(*cmd, options->exports);
+  cmd->add_option("--metrics", options->metrics,
+                  "Write the run's final figures as Prometheus text to FILE ('-' = stdout)");
+  cmd->add_flag("--openmetrics", options->openmetrics,
+                "With --metrics: OpenMetrics 1.0.0 instead of Prometheus text 0.0.4");
+  cmd->add_option("--pushgateway", options->pushgateway,
+                  "Push the run's final figures to this Prometheus Pushgateway "
+                  "(e.g. http://127.0.0.1:9091)");
   cmd->callback([options, &context] {
-    const Run run = read_run_file(options->path);
-    std::cout << render_console(run, ConsoleOptions{options->plain, options->series});
+    const bool metrics = !options->metrics.empty() || !options->pushgateway.empty();
+    if (metrics && options->paths.size() != 1) {
+      throw Error("InvalidOption", "--metrics and --pushgateway take one run document");
+    }
+    if (!options->pushgateway.empty()) check_pushgateway_url(options->pushgateway);
+    std::vector<Run> runs;
+    for (const std::string& path : options->paths) runs.push_back(read_run_file(path));
+    if (!options->metrics.empty()) {
+      const std::string text = render_metrics(
+          runs.front(),
+          options->openmetrics ? MetricsFormat::kOpenMetrics : MetricsFormat::kPrometheusText);
+      if (options->metrics == "-") {
+        std::cout << text;
+      } else {
+        write_file_atomic(options->metrics, text);
+        std::cout << "metrics: " << options->metrics << " ("
+                  << format_bytes(static_cast<double>(text.size())) << ")\n";
+      }
+    }
+    if (!options->pushgateway.empty()) {
+      push_run_metrics(runs.front(), options->pushgateway);
+      std::cerr << "genscope report: metrics pushed to " << options->pushgateway << "\n";
+    }
+    if (options->exports.any()) {
+      write_exports(runs, options->exports, options->metrics == "-" ? std::cerr : std::cout);
+    } else if (options->metrics.empty()) {
+      for (const Run& run : runs) {
+        std::cout << render_console(run, {.plain = options->plain,
+                                          .series = options->series,
+                                          .verbose = options->verbose});
+      }
+    }
     context.exit_code = 0;
   });
 }

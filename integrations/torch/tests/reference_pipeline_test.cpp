@@ -11,6 +11,7 @@
 #include <string>
 
 #include "genscope/error.hpp"
+#include "genscope/report.hpp"
 
 namespace fs = std::filesystem;
 using genscope::Attachment;
@@ -124,6 +125,36 @@ TEST(ReferencePipeline, TinyTextToImageRecordsEveryStep) {
   bool usage = false;
   for (const Attachment& a : run.attachments) usage = usage || a.type == "usage_statistics";
   EXPECT_TRUE(usage);
+}
+
+// The console report renders every attachment this pipeline produces with its curated
+// section (seed layouts), in human units, never as the generic key/value tree.
+TEST(ReferencePipeline, ReportCuratesEveryAttachment) {
+  DemoOptions o = tiny("report");
+  o.mode = "i2v";
+  o.memory_budget_bytes = 1024;  // the whole fallback chain, down to zero latents
+  DemoResult r = run_pipeline(o);
+  std::set<std::string> types;
+  for (const StepRecord& s : r.run.steps) {
+    for (const Attachment& a : s.attachments) types.insert(a.type);
+  }
+  for (const Attachment& a : r.run.attachments) types.insert(a.type);
+  EXPECT_EQ(types, (std::set<std::string>{"latent", "lora_application", "model_component",
+                                          "model_state", "outputs", "tensor", "text", "usage",
+                                          "usage_statistics"}));
+  const std::string report = genscope::render_console(r.run, {.plain = true});
+  for (const char* heading :
+       {"COMPONENT \"dit\"", "LORA APPLICATION \"lora_dit\": applied", "MODEL STATE \"models\"",
+        "TEXT \"positive prompt\"", "TENSOR \"positive conditioning\" (conditioning)",
+        "LATENT \"initial latent\": Video latent (B,C,T,H,W)", "Strategy used: emergency_zeros",
+        "OUTPUTS \"images\": 9 file(s)", "MODEL USAGE STATISTICS (this run)",
+        "MODEL USAGE STATISTICS (every run of this monitor so far)"}) {
+    EXPECT_NE(report.find(heading), std::string::npos) << heading << "\n" << report;
+  }
+  EXPECT_EQ(report.find("\n    * "), std::string::npos) << report;  // no generic tree
+  EXPECT_EQ(report.find("_ns: "), std::string::npos) << report;     // no raw nanoseconds
+  EXPECT_EQ(report.find("e+0"), std::string::npos) << report;       // no exponent notation
+  EXPECT_EQ(report.find("time unknown"), std::string::npos) << report;
 }
 
 TEST(ReferencePipeline, SameSeedGivesIdenticalBytes) {

@@ -1,0 +1,172 @@
+"""Finding a pipeline's components: diffusers attribute names, ComfyUI objects, or a mapping.
+
+diffusers pipelines hold their parts as attributes (``text_encoder``, ``text_encoder_2``,
+``text_encoder_3``, ``tokenizer*``, ``unet`` or ``transformer``, ``vae``, ``scheduler``;
+huggingface/diffusers ``src/diffusers/pipelines/stable_diffusion_xl/pipeline_stable_diffusion_xl.py``,
+``register_modules``). ComfyUI wraps its models: a ``ModelPatcher`` holds the model in
+``.model`` whose network is ``.diffusion_model`` (comfy/model_patcher.py, comfy/model_base.py),
+a ``CLIP`` holds ``.cond_stage_model`` and ``.patcher`` (comfy/sd.py), a ``VAE`` has
+``encode``/``decode`` methods (comfy/sd.py). Those wrappers are unwrapped to the module whose
+forward really runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional
+
+from .._errors import make_error
+
+TEXT_ENCODERS = ("text_encoder", "text_encoder_2", "text_encoder_3")
+TOKENIZERS = ("tokenizer", "tokenizer_2", "tokenizer_3")
+DENOISERS = ("unet", "transformer")
+ROLES = TEXT_ENCODERS + TOKENIZERS + DENOISERS + ("vae", "scheduler")
+
+
+@dataclass
+class Components:
+    """What instrument() hooks: role name -> object, plus what was skipped and why."""
+
+    text_encoders: Dict[str, Any] = field(default_factory=dict)  # name -> torch module
+    tokenizers: Dict[str, Any] = field(default_factory=dict)
+    denoiser: Optional[Any] = None  # torch module
+    denoiser_name: str = ""
+    vae: Optional[Any] = None  # object with encode/decode
+    scheduler: Optional[Any] = None  # object with step()
+    skipped: Dict[str, str] = field(default_factory=dict)  # name -> reason
+
+    def describe(self) -> Dict[str, Any]:
+        """JSON-friendly summary (the run attachment "torch_components")."""
+        out: Dict[str, Any] = {}
+        for name, module in self.text_encoders.items():
+            out[name] = {"class": type(module).__name__, "hooked": "forward"}
+        for name, tok in self.tokenizers.items():
+            out[name] = {"class": type(tok).__name__, "hooked": None,
+                         "model_max_length": _int_or_none(getattr(tok, "model_max_length", None))}
+        if self.denoiser is not None:
+            out[self.denoiser_name] = {"class": type(self.denoiser).__name__, "hooked": "forward"}
+        if self.vae is not None:
+            out["vae"] = {"class": type(self.vae).__name__, "hooked": "encode, decode"}
+        if self.scheduler is not None:
+            out["scheduler"] = {"class": type(self.scheduler).__name__,
+                                "hooked": "step, set_timesteps"}
+        for name, reason in self.skipped.items():
+            out[name] = {"class": None, "hooked": None, "skipped": reason}
+        return out
+
+
+def _int_or_none(value: Any) -> Optional[int]:
+    try:
+        return int(value) if value is not None and int(value) < 1 << 40 else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _is_module(obj: Any) -> bool:
+    return callable(getattr(obj, "register_forward_hook", None)) and callable(
+        getattr(obj, "register_forward_pre_hook", None))
+
+
+def _text_module(obj: Any) -> Optional[Any]:
+    if _is_module(obj):
+        return obj
+    for path in (("cond_stage_model",), ("patcher", "model")):  # ComfyUI CLIP
+        inner = obj
+        for attr in path:
+            inner = getattr(inner, attr, None)
+        if _is_module(inner):
+            return inner
+    return None
+
+
+def _denoiser_module(obj: Any) -> Optional[Any]:
+    inner = getattr(obj, "model", None) if not _is_module(obj) else obj  # ComfyUI ModelPatcher
+    diffusion = getattr(inner, "diffusion_model", None)  # ComfyUI BaseModel
+    if _is_module(diffusion):
+        return diffusion
+    return inner if _is_module(inner) else None
+
+
+def _has_methods(obj: Any, *names: str) -> bool:
+    return all(callable(getattr(obj, n, None)) for n in names)
+
+
+def find_components(pipe: Any) -> Components:
+    """Components of a pipeline object (by attribute) or of an explicit mapping.
+
+    A mapping with an unknown key raises genscope.Error("UnknownComponent"), one whose value
+    is not usable for its role genscope.Error("InvalidComponent"); attribute discovery skips
+    unusable attributes and records why. No component at all: genscope.Error("NoComponents").
+    """
+    explicit = isinstance(pipe, Mapping)
+    if explicit:
+        unknown = [k for k in pipe if k not in ROLES]
+        if unknown:
+            raise make_error("UnknownComponent",
+                             f"unknown component name(s) {sorted(map(str, unknown))}; "
+                             f"known: {', '.join(ROLES)}")
+        get = pipe.get
+    else:
+        def get(name: str) -> Any:
+            try:
+                return getattr(pipe, name, None)
+            except Exception:  # a property that raises is simply not a component
+                return None
+
+    found = Components()
+    problems: List[str] = []
+
+    def unusable(name: str, reason: str) -> None:
+        if explicit:
+            problems.append(f"{name}: {reason}")
+        else:
+            found.skipped[name] = reason
+
+    seen: Dict[int, str] = {}
+    for name in TEXT_ENCODERS:
+        obj = get(name)
+        if obj is None:
+            continue
+        module = _text_module(obj)
+        if module is None:
+            unusable(name, f"{type(obj).__name__} is not a torch module (no forward hooks)")
+        elif id(module) in seen:  # one module under two names is hooked once
+            found.skipped[name] = f"same module as {seen[id(module)]}"
+        else:
+            seen[id(module)] = name
+            found.text_encoders[name] = module
+    for name in TOKENIZERS:
+        obj = get(name)
+        if obj is not None:
+            found.tokenizers[name] = obj
+    for name in DENOISERS:
+        obj = get(name)
+        if obj is None:
+            continue
+        module = _denoiser_module(obj)
+        if module is None:
+            unusable(name, f"{type(obj).__name__} is not a torch module (no forward hooks)")
+        elif found.denoiser is None:
+            found.denoiser, found.denoiser_name = module, name
+        else:
+            unusable(name, f"a second denoiser ({found.denoiser_name} is hooked)")
+    vae = get("vae")
+    if vae is not None:
+        if _has_methods(vae, "encode", "decode"):
+            found.vae = vae
+        else:
+            unusable("vae", f"{type(vae).__name__} has no encode()/decode() methods")
+    scheduler = get("scheduler")
+    if scheduler is not None:
+        if _has_methods(scheduler, "step"):
+            found.scheduler = scheduler
+        else:
+            unusable("scheduler", f"{type(scheduler).__name__} has no step() method")
+    if problems:
+        raise make_error("InvalidComponent", "; ".join(problems))
+    if not (found.text_encoders or found.denoiser is not None or found.vae is not None):
+        raise make_error("NoComponents",
+                         f"no text encoder, unet/transformer or vae found on "
+                         f"{type(pipe).__name__}; pass a mapping such as "
+                         "{'unet': module, 'vae': vae}")
+    return found

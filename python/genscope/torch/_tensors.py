@@ -1,0 +1,121 @@
+"""Reading tensors out of what diffusers / transformers / ComfyUI components return.
+
+Output shapes handled (duck-typed, no import of those libraries):
+- transformers encoders: ``BaseModelOutputWithPooling`` (``last_hidden_state``,
+  ``pooler_output``), ``CLIPTextModelOutput`` (``text_embeds``, ``last_hidden_state``), or a
+  tuple ``(last_hidden_state, pooled, ...)`` with ``return_dict=False``; ComfyUI's
+  ``cond_stage_model`` returns ``(cond, pooled[, extra])``.
+- diffusers denoisers: ``UNet2DConditionOutput`` / ``Transformer2DModelOutput`` (``sample``)
+  or a tuple.
+- schedulers: ``SchedulerOutput`` (``prev_sample``) or a tuple.
+- VAEs: ``AutoencoderKLOutput`` (``latent_dist`` with ``mean``), ``DecoderOutput``
+  (``sample``), tuples, or plain tensors (ComfyUI, whose images are channels-last).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional, Tuple
+
+
+def is_tensor(x: Any) -> bool:
+    """A torch tensor (or anything shaped like one: shape, dtype, detach)."""
+    return hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "detach")
+
+
+def first_tensor(x: Any, *attrs: str) -> Optional[Any]:
+    """The first tensor among `attrs` of x, or x itself, or the first tensor of a tuple/list."""
+    if is_tensor(x):
+        return x
+    for attr in attrs:
+        value = getattr(x, attr, None)
+        if is_tensor(value):
+            return value
+    if isinstance(x, (tuple, list)) and x:
+        head = x[0]
+        if is_tensor(head):
+            return head
+    return None
+
+
+def encoder_outputs(output: Any) -> Tuple[Optional[Any], Optional[Any]]:
+    """(conditioning context (B, tokens, width), pooled (B, width)) of a text encoder output."""
+    context = pooled = None
+    for attr in ("last_hidden_state",):
+        value = getattr(output, attr, None)
+        if is_tensor(value):
+            context = value
+    for attr in ("text_embeds", "pooler_output"):
+        value = getattr(output, attr, None)
+        if is_tensor(value) and pooled is None:
+            pooled = value
+    if context is None and pooled is None:
+        items = output if isinstance(output, (tuple, list)) else (output,)
+        for item in items:
+            if not is_tensor(item):
+                continue
+            if len(item.shape) == 3 and context is None:
+                context = item
+            elif len(item.shape) == 2 and pooled is None:
+                pooled = item
+    return context, pooled
+
+
+def latent_of_encode(output: Any) -> Optional[Any]:
+    """The latent of a VAE encode: a tensor, or the mean of diffusers' latent distribution."""
+    dist = getattr(output, "latent_dist", None)
+    if dist is None and isinstance(output, (tuple, list)) and output:
+        dist = output[0]
+    if dist is not None and is_tensor(getattr(dist, "mean", None)):
+        return dist.mean
+    return first_tensor(output, "latents", "sample")
+
+
+def frames_and_pixels(image: Any) -> Tuple[int, int]:
+    """(frames, pixels) of an image batch: (B,C,H,W), (B,C,T,H,W) or channels-last (B,H,W,C)."""
+    shape = tuple(int(d) for d in image.shape)
+    if len(shape) == 5:
+        b, _, t, h, w = shape
+        return b * t, b * t * h * w
+    if len(shape) == 4:
+        channels_last = shape[-1] in (1, 3, 4) and shape[1] not in (1, 3, 4)
+        b, h, w = (shape[0], shape[1], shape[2]) if channels_last else (shape[0], shape[2], shape[3])
+        return b, b * h * w
+    if len(shape) == 3:  # a single (C,H,W) image
+        return 1, shape[1] * shape[2]
+    return 0, 0
+
+
+def batch_of(x: Any) -> Optional[int]:
+    """Leading dimension of a tensor, None otherwise."""
+    if is_tensor(x) and len(x.shape) > 0:
+        return int(x.shape[0])
+    return None
+
+
+def cuda_memory() -> Tuple[Optional[float], Optional[float]]:
+    """(allocated, reserved) bytes of torch's CUDA caching allocator, when torch with CUDA is
+    loaded; (None, None) otherwise. Never imports torch."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_available():
+            return None, None
+        return float(torch.cuda.memory_allocated()), float(torch.cuda.memory_reserved())
+    except Exception:
+        return None, None
+
+
+_SKIP_FILES = ("torch/nn/modules/module.py", "genscope/torch/", "contextlib.py")
+
+
+def caller() -> str:
+    """file:line of the first frame outside torch's module call machinery and genscope."""
+    frame = sys._getframe(1)
+    for _ in range(30):
+        if frame is None:
+            break
+        name = frame.f_code.co_filename.replace("\\", "/")
+        if not any(s in name for s in _SKIP_FILES):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""

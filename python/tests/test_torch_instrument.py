@@ -1,0 +1,298 @@
+"""genscope.torch.instrument on a real PyTorch pipeline (tiny_pipeline.TinyPipeline, CPU)."""
+
+import threading
+import unittest
+
+import torch
+import torch.nn as nn
+
+import genscope
+import genscope.torch as gt
+from helpers import quiet_monitor
+from tiny_pipeline import TinyPipeline, TinyUNet, manual_generation
+
+STEPS = 4
+
+
+def kinds(doc):
+    return [s["kind"] for s in doc["steps"]]
+
+
+def sampling(doc):
+    steps = [s for s in doc["steps"] if s["kind"] == "sampling"]
+    assert len(steps) == 1, [s["name"] for s in doc["steps"]]
+    return steps[0]
+
+
+def attachment(step, name):
+    for a in step["attachments"]:
+        if a["name"] == name:
+            return a["data"]
+    raise AssertionError(f"no attachment {name!r} in {[a['name'] for a in step['attachments']]}")
+
+
+def hook_state(pipe):
+    """Every place instrument() touches: hook dicts and instance attributes."""
+    state = {}
+    for name in ("text_encoder", "text_encoder_2", "unet"):
+        module = getattr(pipe, name, None)
+        if module is not None:
+            state[name] = (dict(module._forward_hooks), dict(module._forward_pre_hooks))
+    state["vae"] = sorted(k for k in pipe.vae.__dict__ if k in ("encode", "decode"))
+    state["scheduler"] = sorted(k for k in pipe.scheduler.__dict__ if k in ("step", "set_timesteps"))
+    return state
+
+
+class InstrumentTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.pipe = TinyPipeline(dual=True)
+        cls.plain = cls.pipe("a red fox", "blurry", num_inference_steps=STEPS)
+        cls.clean = hook_state(cls.pipe)
+
+    def instrumented(self, **kwargs):
+        run = quiet_monitor().start_run(pipeline="t2i")
+        with gt.instrument(self.pipe, run):
+            out = self.pipe("a red fox", "blurry", num_inference_steps=STEPS, **kwargs)
+        return out, run.finish()
+
+    def test_one_call_gives_the_steps_placed_by_hand_and_identical_outputs(self):
+        out, doc = self.instrumented()
+        run = quiet_monitor().start_run()
+        by_hand = manual_generation(self.pipe, run, "a red fox", "blurry", num_inference_steps=STEPS)
+        manual = run.finish()
+        self.assertTrue(torch.equal(out, self.plain), "instrumentation changed the output")
+        self.assertTrue(torch.equal(by_hand, self.plain))
+        self.assertEqual(kinds(doc), kinds(manual))
+        self.assertEqual(kinds(doc), ["text_encoding"] * 4 + ["sampling", "vae_decode"])
+        self.assertEqual([s["name"] for s in doc["steps"][:4]],
+                         ["text_encoder", "text_encoder_2", "text_encoder", "text_encoder_2"])
+        s = sampling(doc)
+        self.assertEqual(s["iterations"]["count"], STEPS)
+        self.assertEqual(s["iterations"]["count"], sampling(manual)["iterations"]["count"])
+        self.assertEqual(s["counters"]["model_evaluations"], 2 * STEPS)  # CFG: cond + uncond
+        self.assertEqual(s["counters"]["model_calls"], STEPS)  # batched in one call
+        self.assertEqual(s["labels"]["num_inference_steps"], str(STEPS))
+        self.assertEqual(s["labels"]["scheduler"], "DDIMScheduler")
+        self.assertTrue(s["source"].endswith(".py:%s" % s["source"].rsplit(":", 1)[1]))
+        self.assertIn("tiny_pipeline.py", s["source"])  # the pipeline's line, not genscope's
+        self.assertEqual(doc["monitoring_errors"], [])
+        self.assertTrue(all(st["parent_id"] == -1 for st in doc["steps"]))
+
+    def test_tensors_are_analysed_and_classified(self):
+        _, doc = self.instrumented()
+        te1, te2 = doc["steps"][0], doc["steps"][1]
+        self.assertEqual(te1["counters"]["tokens"], 77)
+        self.assertEqual(te1["labels"]["max_tokens"], "77")
+        c1 = attachment(te1, "conditioning")
+        self.assertEqual(c1["shape"], [1, 77, 768])
+        self.assertEqual(c1["classification"]["family"], "SD1.x")
+        self.assertEqual(attachment(te2, "pooled")["classification"]["role"], "pooled")
+        self.assertEqual(attachment(te2, "pooled")["shape"], [1, 1280])
+        s = sampling(doc)
+        first = attachment(s, "latents (first iteration)")
+        last = attachment(s, "latents (last iteration)")
+        self.assertEqual(first["classification"]["kind"], "latent")
+        self.assertEqual(first["classification"]["channels"], 4)
+        self.assertIn("SDXL", [c["family"] for c in first["classification"]["candidates"]])
+        self.assertNotEqual(first["stats"]["hash"], last["stats"]["hash"])
+        decode = doc["steps"][5]
+        self.assertEqual(decode["counters"], {"frames": 1.0, "pixels": 64.0 * 64.0})
+        image = attachment(decode, "image")
+        self.assertEqual(image["shape"], [1, 3, 64, 64])
+        self.assertEqual(image["stats"]["nan_count"], 0)
+
+    def test_two_model_calls_per_step_count_the_same_evaluations(self):
+        out, doc = self.instrumented(cfg_batched=False)
+        s = sampling(doc)
+        self.assertEqual(s["iterations"]["count"], STEPS)
+        self.assertEqual(s["counters"]["model_calls"], 2 * STEPS)
+        self.assertEqual(s["counters"]["model_evaluations"], 2 * STEPS)
+
+    def test_image_to_image_records_the_vae_encode(self):
+        image = torch.rand(1, 3, 64, 64, generator=torch.Generator().manual_seed(3)) * 2 - 1
+        out, doc = self.instrumented(image=image, strength=0.75)
+        self.assertTrue(torch.equal(out, self.pipe("a red fox", "blurry", num_inference_steps=STEPS,
+                                                   image=image, strength=0.75)))
+        self.assertEqual(kinds(doc), ["text_encoding"] * 4 +
+                         ["latent_generation", "sampling", "vae_decode"])
+        encode = doc["steps"][4]
+        self.assertEqual(encode["name"], "vae.encode")
+        self.assertEqual(encode["counters"], {"frames": 1.0, "pixels": 4096.0})
+        self.assertEqual(attachment(encode, "latents (encoded)")["shape"], [1, 4, 8, 8])
+        self.assertEqual(sampling(doc)["iterations"]["count"], 3)  # strength 0.75 of 4 steps
+
+    def test_two_generations_in_one_block_are_two_sampling_steps(self):
+        run = quiet_monitor().start_run()
+        with gt.instrument(self.pipe, run):
+            self.pipe("a", num_inference_steps=2)
+            self.pipe("b", num_inference_steps=3)
+        doc = run.finish()
+        counts = [s["iterations"]["count"] for s in doc["steps"] if s["kind"] == "sampling"]
+        self.assertEqual(counts, [2, 3])
+
+    def test_hooks_are_removed_on_exit(self):
+        self.instrumented()
+        self.assertEqual(hook_state(self.pipe), self.clean)
+
+    def test_pipeline_exception_propagates_unchanged_and_hooks_are_removed(self):
+        boom = RuntimeError("callback failed")
+
+        def callback(pipe, i, t, kwargs):
+            if i == 2:
+                raise boom
+            return kwargs
+
+        run = quiet_monitor().start_run()
+        with self.assertRaises(RuntimeError) as caught:
+            with gt.instrument(self.pipe, run):
+                self.pipe("x", num_inference_steps=STEPS, callback_on_step_end=callback)
+        self.assertIs(caught.exception, boom)
+        self.assertEqual(hook_state(self.pipe), self.clean)
+        s = sampling(run.finish())
+        self.assertEqual(s["status"], "failed")
+        self.assertEqual(s["error"]["type"], "RuntimeError")
+        self.assertEqual(s["iterations"]["count"], 3)
+
+    def test_vae_exception_fails_its_step_and_propagates(self):
+        run = quiet_monitor().start_run()
+        bad = torch.zeros(1, 3, 8, 8)  # 3 channels where the decoder wants 4 latent channels
+        with self.assertRaises(RuntimeError):
+            with gt.instrument({"vae": self.pipe.vae}, run):
+                self.pipe.vae.decode(bad)
+        self.assertEqual(hook_state(self.pipe), self.clean)
+        step = run.finish()["steps"][0]
+        self.assertEqual((step["kind"], step["status"]), ("vae_decode", "failed"))
+        self.assertEqual(step["error"]["type"], "RuntimeError")
+
+    def test_text_encoder_exception_caught_by_the_pipeline(self):
+        pipe = self.pipe
+        run = quiet_monitor().start_run()
+        with gt.instrument(pipe, run):
+            try:
+                pipe.text_encoder(torch.full((1, 77), 10_000))  # id beyond the vocabulary
+            except IndexError:
+                pass  # the pipeline falls back and goes on
+            pipe("ok", num_inference_steps=2)
+        doc = run.finish()
+        first = doc["steps"][0]
+        self.assertEqual(first["status"], "failed")
+        self.assertIn("exception", first["error"]["message"])
+        self.assertTrue(all(s["parent_id"] == -1 for s in doc["steps"]),
+                        "a failed forward left a step open that swallowed the next ones")
+        self.assertEqual(kinds(doc)[1:], ["text_encoding"] * 4 + ["sampling", "vae_decode"])
+
+    def test_a_failing_hook_is_a_monitoring_error_and_the_forward_result_is_kept(self):
+        class LazyOutput:
+            @property
+            def last_hidden_state(self):
+                raise RuntimeError("lazy field broke")
+
+        class Encoder(nn.Module):
+            def forward(self, ids):
+                return LazyOutput()
+
+        encoder = Encoder()
+        run = quiet_monitor().start_run()
+        with gt.instrument({"text_encoder": encoder}, run):
+            result = encoder(torch.zeros(1, 77, dtype=torch.long))
+        self.assertIsInstance(result, LazyOutput)
+        doc = run.finish()
+        errors = [e for e in doc["monitoring_errors"] if e["source"] == "torch.instrument"]
+        self.assertEqual(len(errors), 1, doc["monitoring_errors"])
+        self.assertIn("lazy field broke", errors[0]["message"])
+        self.assertEqual(doc["steps"][0]["status"], "ok")  # the step still ended
+
+    def test_explicit_mapping_and_named_errors(self):
+        run = quiet_monitor().start_run()
+        with gt.instrument({"unet": self.pipe.unet, "scheduler": self.pipe.scheduler,
+                            "vae": None}, run) as inst:
+            self.assertEqual(set(inst.components.describe()), {"unet", "scheduler"})
+        for mapping, name in (({"unett": self.pipe.unet}, "UnknownComponent"),
+                              ({"unet": object()}, "InvalidComponent"),
+                              ({"scheduler": self.pipe.scheduler}, "NoComponents")):
+            with self.assertRaises(genscope.Error) as caught:
+                gt.instrument(mapping, run)
+            self.assertEqual(caught.exception.name, name)
+        with self.assertRaises(genscope.Error) as caught:
+            gt.instrument(self.pipe, run, family="sd9")
+        self.assertEqual(caught.exception.name, "UnknownFamily")
+        with self.assertRaises(genscope.Error) as caught:
+            gt.instrument(object(), run)
+        self.assertEqual(caught.exception.name, "NoComponents")
+        run.finish()
+
+    def test_family_expectation_adds_checks(self):
+        run = quiet_monitor().start_run()
+        with gt.instrument(self.pipe, run, family="sdxl"):
+            self.pipe("a", num_inference_steps=2)
+        doc = run.finish()
+        checks = {c["name"]: c["passed"] for c in attachment(doc["steps"][0], "conditioning")["checks"]}
+        self.assertFalse(checks["conditioning_width"])  # 768 is not SDXL's 2048
+
+    def test_disabled_monitor_hooks_nothing(self):
+        run = quiet_monitor(enabled=False).start_run()
+        with gt.instrument(self.pipe, run) as inst:
+            self.assertEqual(hook_state(self.pipe), self.clean)
+            out = self.pipe("a red fox", "blurry", num_inference_steps=STEPS)
+        self.assertFalse(inst.active)
+        self.assertTrue(torch.equal(out, self.plain))
+
+    def test_other_threads_calls_do_not_break_the_run(self):
+        run = quiet_monitor().start_run()
+        errors = []
+
+        def other():
+            try:
+                self.pipe.text_encoder(torch.zeros(1, 77, dtype=torch.long))
+            except Exception as e:  # pragma: no cover - reported below
+                errors.append(e)
+
+        with gt.instrument(self.pipe, run):
+            t = threading.Thread(target=other)
+            t.start()
+            t.join()
+            self.pipe("a", num_inference_steps=2)
+        doc = run.finish()
+        self.assertEqual(errors, [])
+        threads = {s["thread"] for s in doc["steps"]}
+        self.assertEqual(len(threads), 2)
+
+
+class ComfyStyleTest(unittest.TestCase):
+    """A ComfyUI MODEL (ModelPatcher -> BaseModel -> diffusion_model) sampled by a k-diffusion
+    style loop without a scheduler object (comfy/samplers.py): iterations come from timesteps."""
+
+    def test_patcher_unwrapped_and_iterations_from_timesteps(self):
+        class BaseModel(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.diffusion_model = TinyUNet(16, 768)
+
+        class ModelPatcher:
+            def __init__(self, model):
+                self.model = model
+
+        patcher = ModelPatcher(BaseModel())
+        net = patcher.model.diffusion_model
+        context = torch.randn(1, 77, 768)
+        x = torch.randn(1, 4, 8, 8)
+        run = quiet_monitor().start_run()
+        with gt.instrument({"unet": patcher}, run), torch.no_grad():
+            for sigma in (14.6, 7.0, 2.1, 0.5, 0.03):
+                t = torch.tensor([sigma])
+                uncond = net(x, t, context)[0]  # CFG in two calls at one timestep
+                cond = net(x, t, context)[0]
+                x = x - 0.1 * (uncond + 2.0 * (cond - uncond))
+        doc = run.finish()
+        s = sampling(doc)
+        self.assertEqual(s["iterations"]["count"], 5)
+        self.assertEqual(s["counters"]["model_calls"], 10)
+        self.assertNotIn("model_evaluations", s["counters"])  # needs the latent batch
+        attachment(s, "model input (first call)")
+        attachment(s, "model input (last call)")
+        self.assertEqual(dict(net._forward_hooks), {})
+
+
+if __name__ == "__main__":
+    unittest.main()

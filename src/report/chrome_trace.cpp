@@ -1,0 +1,409 @@
+// Chrome Trace Event JSON export (see chrome_trace.hpp and docs/report.md).
+//
+// The rules followed are those of the two viewers' importers:
+// - Perfetto: google/perfetto src/trace_processor/importers/json/json_trace_tokenizer.cc and
+//   json_trace_parser_impl.cc. The tokenizer looks up "ts" and "dur" in every event and gives
+//   up on the whole file when an event has an array as a direct value, so arrays appear only
+//   inside "args". Top-level keys other than traceEvents/systemTraceEvents/displayTimeUnit are
+//   skipped (older versions stop at unknown keys but read "metadata"), so run metadata goes
+//   under "metadata". ts/dur are microseconds; they are written as exact decimals of the
+//   nanosecond values and Perfetto rounds µs × 1000 to the nearest ns, so nesting survives.
+//   X slices on one thread track must nest strictly or Perfetto drops them
+//   (stat slice_drop_overlapping_complete_event, docs/faq.md): slices that would overlap go to
+//   async "b"/"e" tracks (id2.local). Counter ("C") args must be numbers; each args key is one
+//   track named "<name> <key>" (chrome://tracing keys counters by name alone, so each metric
+//   has its own event name).
+// - chrome://tracing: catapult tracing/extras/importer/trace_event_importer.html: known
+//   metadata events process_name, process_sort_index, thread_name, thread_sort_index; every
+//   top-level key besides traceEvents is shown as metadata.
+#include "genscope/chrome_trace.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "genscope/version.hpp"
+#include "report/downsample.hpp"
+#include "report/export_util.hpp"
+
+namespace genscope {
+namespace {
+
+using detail::add_saturated;
+using detail::append_int;
+using detail::append_json_string;
+using detail::append_number;
+using detail::append_us;
+using nlohmann::json;
+
+enum class SliceKind { kStep = 0, kAttempt = 1, kIteration = 2 };
+
+struct Slice {
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+  SliceKind kind = SliceKind::kStep;
+  int depth = 0;         // nesting depth of the owning step
+  std::size_t step = 0;  // index of the owning step in run.steps
+  std::string name;
+  std::string cat;
+  std::string args;      // JSON object text
+  std::string async_id;  // empty: on the thread track
+};
+
+constexpr const char* kLayoutNote =
+    "attempts and iterations are laid back to back from their step's start: the run document "
+    "keeps their durations, not their start times";
+
+json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+std::string step_args(const StepRecord& s) {
+  json a{{"step_id", s.id},
+         {"parent_id", s.parent_id},
+         {"kind", std::string(to_string(s.kind))},
+         {"status", std::string(to_string(s.status))},
+         {"thread", s.thread},
+         {"duration_ns", s.duration_ns}};
+  if (!s.source.empty()) a["source"] = s.source;
+  if (!s.error_type.empty() || !s.error_message.empty()) {
+    a["error"] = s.error_type.empty() ? s.error_message : s.error_type + ": " + s.error_message;
+  }
+  json metrics = json::object();
+  for (const MetricFigures& m : s.metrics) {
+    metrics[m.name] =
+        json{{"unit", std::string(to_string(m.unit))}, {"before", number_or_null(m.before)},
+             {"peak", number_or_null(m.peak)},         {"after", number_or_null(m.after)},
+             {"peak_offset_ns", m.peak_offset_ns},     {"peak_source", m.peak_source}};
+  }
+  if (!metrics.empty()) a["metrics"] = std::move(metrics);
+  if (!s.iteration_ns.empty()) {
+    const IterationStats it = summarize_iterations(s.iteration_ns);
+    a["iterations"] = json{{"count", it.count},
+                           {"first_ns", number_or_null(it.first_ns)},
+                           {"mean_ns", number_or_null(it.mean_ns)},
+                           {"p50_ns", number_or_null(it.p50_ns)},
+                           {"p95_ns", number_or_null(it.p95_ns)},
+                           {"iterations_per_second", number_or_null(it.iterations_per_second)}};
+  }
+  if (!s.counters.empty()) {
+    json c = json::object();
+    for (const auto& [k, v] : s.counters) c[k] = number_or_null(v);
+    a["counters"] = std::move(c);
+  }
+  if (!s.labels.empty()) a["labels"] = s.labels;
+  if (!s.attachments.empty()) {
+    json names = json::array();
+    for (const Attachment& at : s.attachments) names.push_back(at.type + ": " + at.name);
+    a["attachments"] = std::move(names);
+  }
+  return a.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string object_text(std::initializer_list<std::pair<const char*, double>> fields) {
+  std::string out = "{";
+  for (const auto& [key, value] : fields) {
+    if (out.size() > 1) out += ',';
+    append_json_string(out, key);
+    out += ':';
+    append_number(out, value);
+  }
+  return out + "}";
+}
+
+// Depth of each step in the parent chain (bounded, so a malformed cycle cannot loop).
+std::vector<int> step_depths(const Run& run) {
+  std::unordered_map<int, std::size_t> index;
+  for (std::size_t i = 0; i < run.steps.size(); ++i) index.emplace(run.steps[i].id, i);
+  std::vector<int> depth(run.steps.size(), 0);
+  for (std::size_t i = 0; i < run.steps.size(); ++i) {
+    int parent = run.steps[i].parent_id;
+    for (std::size_t guard = 0; parent >= 0 && guard < 64; ++guard) {
+      const auto it = index.find(parent);
+      if (it == index.end()) break;
+      ++depth[i];
+      parent = run.steps[it->second].parent_id;
+    }
+  }
+  return depth;
+}
+
+// The slices of one run: steps, their attempts and their iterations (clamped into the step).
+std::vector<Slice> collect_slices(const Run& run, const ChromeTraceOptions& options) {
+  const std::vector<int> depth = step_depths(run);
+  std::vector<Slice> slices;
+  for (std::size_t i = 0; i < run.steps.size(); ++i) {
+    const StepRecord& s = run.steps[i];
+    const std::int64_t start = s.start_offset_ns;
+    const std::int64_t end = add_saturated(start, std::max<std::int64_t>(s.duration_ns, 0));
+    slices.push_back(Slice{start,
+                           end,
+                           SliceKind::kStep,
+                           depth[i],
+                           i,
+                           s.name,
+                           std::string(to_string(s.kind)),
+                           step_args(s),
+                           {}});
+    std::int64_t t = start;
+    for (std::size_t a = 0; a < s.attempts.size(); ++a) {
+      const Attempt& at = s.attempts[a];
+      const std::int64_t a_end =
+          std::min(end, add_saturated(t, std::max<std::int64_t>(at.duration_ns, 0)));
+      json args{{"outcome", std::string(to_string(at.outcome))}, {"duration_ns", at.duration_ns}};
+      if (!at.error.empty()) args["error"] = at.error;
+      slices.push_back(Slice{t,
+                             a_end,
+                             SliceKind::kAttempt,
+                             depth[i],
+                             i,
+                             "attempt " + std::to_string(a + 1) + ": " + at.strategy,
+                             "attempt",
+                             args.dump(-1, ' ', false, json::error_handler_t::replace),
+                             {}});
+      t = a_end;
+    }
+    const std::size_t n = s.iteration_ns.size();
+    const std::size_t groups = std::min(n, std::max<std::size_t>(options.max_iteration_slices, 1));
+    t = start;
+    for (std::size_t g = 0; g < groups; ++g) {
+      const std::size_t first = g * n / groups, last = (g + 1) * n / groups;  // [first, last)
+      std::int64_t total = 0, low = s.iteration_ns[first], high = low;
+      for (std::size_t k = first; k < last; ++k) {
+        total = add_saturated(total, std::max<std::int64_t>(s.iteration_ns[k], 0));
+        low = std::min(low, s.iteration_ns[k]);
+        high = std::max(high, s.iteration_ns[k]);
+      }
+      const std::int64_t it_end = std::min(end, add_saturated(t, total));
+      Slice slice{t, it_end, SliceKind::kIteration, depth[i], i, {}, "iteration", {}, {}};
+      if (last - first == 1) {
+        slice.name = "iteration " + std::to_string(first + 1);
+        slice.args = object_text({{"duration_ns", static_cast<double>(s.iteration_ns[first])}});
+      } else {
+        slice.name = "iterations " + std::to_string(first + 1) + "-" + std::to_string(last);
+        slice.args = object_text(
+            {{"count", static_cast<double>(last - first)},
+             {"mean_ns", static_cast<double>(total) / static_cast<double>(last - first)},
+             {"min_ns", static_cast<double>(low)},
+             {"max_ns", static_cast<double>(high)}});
+      }
+      slices.push_back(std::move(slice));
+      t = it_end;
+    }
+  }
+  return slices;
+}
+
+// Puts each slice on its thread's track when it nests there, else on an async track: a step
+// of its own, or one per step for its attempts and one for its iterations.
+void place_slices(const Run& run, std::vector<Slice>& slices) {
+  std::stable_sort(slices.begin(), slices.end(), [&run](const Slice& a, const Slice& b) {
+    const int ta = run.steps[a.step].thread, tb = run.steps[b.step].thread;
+    if (ta != tb) return ta < tb;
+    if (a.start != b.start) return a.start < b.start;
+    if (a.end != b.end) return a.end > b.end;  // the enclosing slice first
+    if (a.kind != b.kind) return a.kind < b.kind;
+    return a.depth < b.depth;
+  });
+  std::vector<char> step_async(run.steps.size(), 0);
+  std::vector<std::int64_t> open_ends;  // ends of the open slices of the current thread
+  int thread = -1;
+  for (Slice& s : slices) {
+    const int t = run.steps[s.step].thread;
+    if (t != thread) {
+      open_ends.clear();
+      thread = t;
+    }
+    const int id = run.steps[s.step].id;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0x%x",
+                  static_cast<unsigned>(id) * 4u + static_cast<unsigned>(s.kind) + 1u);
+    if (s.kind != SliceKind::kStep && step_async[s.step]) {
+      s.async_id = buf;
+      continue;
+    }
+    while (!open_ends.empty() && open_ends.back() <= s.start) open_ends.pop_back();
+    if (open_ends.empty() || s.end <= open_ends.back()) {
+      open_ends.push_back(s.end);
+    } else {
+      s.async_id = buf;
+      if (s.kind == SliceKind::kStep) step_async[s.step] = 1;
+    }
+  }
+}
+
+void begin_event(std::string& out, const char* ph, int pid) {
+  out += out.back() == '[' ? "\n{\"ph\":\"" : ",\n{\"ph\":\"";
+  out += ph;
+  out += "\",\"pid\":";
+  append_int(out, pid);
+}
+
+void metadata_event(std::string& out, int pid, int tid, const char* name, const std::string& key,
+                    const std::string& value_json) {
+  begin_event(out, "M", pid);
+  if (tid >= 0) {
+    out += ",\"tid\":";
+    append_int(out, tid);
+  }
+  out += ",\"name\":\"";
+  out += name;
+  out += "\",\"args\":{\"";
+  out += key;
+  out += "\":";
+  out += value_json;
+  out += "}}";
+}
+
+std::string json_string(const std::string& s) {
+  std::string out;
+  append_json_string(out, s);
+  return out;
+}
+
+void write_counters(std::string& out, const Run& run, int pid, const ChromeTraceOptions& options) {
+  const TimeSeries& ts = run.series;
+  const std::size_t width = ts.metrics.size();
+  if (ts.values.size() != width * ts.size()) return;  // malformed: nothing safe to draw
+  for (std::size_t m = 0; m < width; ++m) {
+    // One track per metric: the event name is the metric name (unique, its unit in its
+    // suffix), the one args key "value" (Perfetto names the track "<name> value").
+    const std::string name_json = json_string(ts.metrics[m]);
+    bool first = true;
+    double last = 0;
+    for (std::size_t row :
+         detail::minmax_rows(ts.offset_ns, ts.values.data() + m, width, options.counter_spans)) {
+      const double v = ts.values[row * width + m];
+      // A counter holds its value until the next event: repeats add nothing. Perfetto cannot
+      // draw a gap, so a missing sample (NaN) is left out.
+      if (!std::isfinite(v) || (!first && v == last)) continue;
+      first = false;
+      last = v;
+      begin_event(out, "C", pid);
+      out += ",\"name\":" + name_json + ",\"ts\":";
+      append_us(out, ts.offset_ns[row]);
+      out += ",\"args\":{\"value\":";
+      append_number(out, v);
+      out += "}}";
+    }
+  }
+}
+
+json run_metadata(const Run& run, int pid, const ChromeTraceOptions& options) {
+  json gpus = json::array();
+  for (const GpuInfo& g : run.gpus) {
+    gpus.push_back(json{{"index", g.index},
+                        {"name", g.name},
+                        {"uuid", g.uuid},
+                        {"driver_version", g.driver_version},
+                        {"total_bytes", g.total_bytes}});
+  }
+  return json{{"pid", pid},
+              {"id", run.id},
+              {"start_utc", run.start_utc},
+              {"start_unix_ns", run.start_unix_ns},
+              {"duration_ns", run.duration_ns},
+              {"genscope_version", run.genscope_version},
+              {"pipeline", json{{"name", run.pipeline.name},
+                                {"model", run.pipeline.model},
+                                {"architecture", run.pipeline.architecture},
+                                {"parameters", run.pipeline.parameters}}},
+              {"labels", run.labels},
+              {"host", json{{"hostname", run.host.hostname},
+                            {"cpu_model", run.host.cpu_model},
+                            {"cpu_cores", run.host.cpu_cores},
+                            {"ram_bytes", run.host.ram_bytes},
+                            {"os", run.host.os}}},
+              {"gpus", std::move(gpus)},
+              {"probes", run.probes},
+              {"notes", run.notes},
+              {"series", json{{"interval_ns", run.series.interval_ns},
+                              {"samples_taken", run.series.samples_taken},
+                              {"samples_stored", run.series.size()},
+                              {"counter_spans", options.counter_spans}}}};
+}
+
+void write_run(std::string& out, const Run& run, int pid, const ChromeTraceOptions& options) {
+  std::string process = "genscope";
+  if (!run.pipeline.name.empty()) process += ": " + run.pipeline.name;
+  if (!run.pipeline.model.empty()) process += " (" + run.pipeline.model + ")";
+  process += " run " + run.id.substr(0, 8);
+  metadata_event(out, pid, -1, "process_name", "name", json_string(process));
+  metadata_event(out, pid, -1, "process_sort_index", "sort_index", std::to_string(pid));
+  std::vector<int> threads;
+  for (const StepRecord& s : run.steps) threads.push_back(s.thread);
+  std::sort(threads.begin(), threads.end());
+  threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+  for (int t : threads) {
+    metadata_event(out, pid, t + 1, "thread_name", "name",
+                   json_string("thread " + std::to_string(t)));
+    metadata_event(out, pid, t + 1, "thread_sort_index", "sort_index", std::to_string(t));
+  }
+
+  std::vector<Slice> slices = collect_slices(run, options);
+  place_slices(run, slices);
+  for (const Slice& s : slices) {
+    const int tid = run.steps[s.step].thread + 1;
+    const std::string name = json_string(s.name), cat = json_string(s.cat);
+    if (s.async_id.empty()) {
+      begin_event(out, "X", pid);
+      out += ",\"tid\":";
+      append_int(out, tid);
+      out += ",\"ts\":";
+      append_us(out, s.start);
+      out += ",\"dur\":";
+      append_us(out, s.end - s.start);
+      out += ",\"cat\":" + cat + ",\"name\":" + name + ",\"args\":" + s.args + "}";
+      continue;
+    }
+    for (const bool begin : {true, false}) {
+      begin_event(out, begin ? "b" : "e", pid);
+      out += ",\"tid\":";
+      append_int(out, tid);
+      out += ",\"ts\":";
+      append_us(out, begin ? s.start : s.end);
+      out +=
+          ",\"cat\":" + cat + ",\"name\":" + name + ",\"id2\":{\"local\":\"" + s.async_id + "\"}";
+      if (begin) out += ",\"args\":" + s.args;
+      out += "}";
+    }
+  }
+  write_counters(out, run, pid, options);
+  for (const MonitoringError& e : run.monitoring_errors) {
+    begin_event(out, "i", pid);
+    out += ",\"s\":\"p\",\"ts\":";
+    append_us(out, e.offset_ns);
+    out +=
+        ",\"cat\":\"monitoring_error\",\"name\":" + json_string("monitoring error: " + e.source) +
+        ",\"args\":{\"message\":" + json_string(e.message) + ",\"step\":" + json_string(e.step) +
+        "}}";
+  }
+}
+
+}  // namespace
+
+std::string render_chrome_trace(std::span<const Run> runs, const ChromeTraceOptions& options) {
+  std::string out = "{\"traceEvents\":[";
+  json meta_runs = json::array();
+  int pid = 1;
+  for (const Run& run : runs) {
+    write_run(out, run, pid, options);
+    meta_runs.push_back(run_metadata(run, pid, options));
+    ++pid;
+  }
+  const json metadata{{"generator", std::string("genscope ") + version()},
+                      {"schema", kRunSchema},
+                      {"layout", kLayoutNote},
+                      {"runs", std::move(meta_runs)}};
+  out += "\n],\n\"metadata\":";
+  out += metadata.dump(-1, ' ', false, json::error_handler_t::replace);
+  out += "}\n";
+  return out;
+}
+
+std::string render_chrome_trace(const Run& run, const ChromeTraceOptions& options) {
+  return render_chrome_trace(std::span<const Run>(&run, 1), options);
+}
+
+}  // namespace genscope

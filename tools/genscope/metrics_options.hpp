@@ -1,0 +1,33 @@
+// Shared by the commands that monitor a pipeline (demo, run, watch): the Prometheus options
+// --metrics-port, --metrics-bind and --pushgateway (docs/metrics.md), through the public API.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "genscope/metrics.hpp"
+#include "genscope/monitor.hpp"
+
+namespace genscope::cli {
+
+/// The parsed metrics options of one command.
+struct MetricsCliOptions {
+  int port = -1;  ///< -1 = no endpoint; 0 = a free port chosen by the system.
+  std::string bind = "127.0.0.1";
+  std::string pushgateway;  ///< Empty = no push.
+};
+
+/// Adds --metrics-port, --metrics-bind and --pushgateway to `cmd`.
+void add_metrics_options(CLI::App* cmd, MetricsCliOptions& options);
+/// Checks the Pushgateway URL (InvalidPushgatewayUrl before any work) and sets
+/// MonitorOptions::pushgateway_url.
+void configure_metrics(const MetricsCliOptions& options, MonitorOptions& monitor_options);
+/// Starts the endpoint when asked and adds it to `monitor`; prints its URL (or why it could
+/// not bind: the pipeline runs anyway) on stderr.
+std::shared_ptr<MetricsEndpoint> attach_metrics_endpoint(const MetricsCliOptions& options,
+                                                         Monitor& monitor, std::string_view command);
+/// Prints on stderr whether the push of `run` succeeded (its monitoring errors say).
+void report_metrics_push(const MetricsCliOptions& options, const Run& run, std::string_view command);
+
+}  // namespace genscope::cli
