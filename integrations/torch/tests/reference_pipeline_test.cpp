@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -233,6 +235,25 @@ TEST(ReferencePipeline, LoraStrengthZeroIsBitIdenticalAndOneChangesExactlyTarget
   EXPECT_EQ(a1->data["fit"]["matched_count"].get<std::size_t>(), targets.size());
   EXPECT_TRUE(a1->data["fit"]["fits"].get<bool>());
   EXPECT_NE(r0.output_hash, r1.output_hash);
+}
+
+// The first run on an empty cache generates the LoRA file inside the lora_application step;
+// the report's baseline describes that file (it once said file_exists: false, having looked
+// before the file was written).
+TEST(ReferencePipeline, FirstRunOnAnEmptyCacheRecordsTheLoraFile) {
+  DemoOptions o = tiny("lora_fresh_cache");
+  o.cache_dir = scratch() / ("fresh-cache-" + std::to_string(::getpid()));
+  fs::remove_all(o.cache_dir);
+  const DemoResult r = run_pipeline(o);
+  const Attachment* a = find_attachment(step(r.run, "lora_application"), "lora_application");
+  ASSERT_NE(a, nullptr);
+  const auto& file = a->data["baseline"]["lora_file"];
+  const fs::path path = file["path"].get<std::string>();
+  EXPECT_EQ(path.parent_path(), genscope::reference_cache_dir(o));
+  ASSERT_TRUE(fs::is_regular_file(path));
+  EXPECT_TRUE(file["file_exists"].get<bool>());
+  EXPECT_EQ(file["file_size_bytes"].get<std::uint64_t>(), fs::file_size(path));
+  fs::remove_all(o.cache_dir);
 }
 
 TEST(ReferencePipeline, TinyImageToVideo) {
