@@ -3,10 +3,10 @@
 for bench/lora_apply_e2e.sh.
 
 Base (F16, ~6.9 GB like sd_xl_base_1.0.safetensors): the real key layout and shapes, generated
-from the model structures with tests/data/make_models.py's layout builders (ldm UNet: 320
+from the model structures with tests/data/layouts.py's builders (ldm UNet: 320
 channels, levels [1, 2, 4], transformer depths 0/2/10, middle 10, context 2048, ADM 2816;
 CLIP-L in HF layout and OpenCLIP-bigG resblocks with their 49,408-token embeddings) plus the
-AutoencoderKL VAE written out below (make_models.py has no VAE). Values are a random F16
+AutoencoderKL VAE at full width written out below. Values are a random F16
 pool written cyclically: the merge's cost does not depend on them.
 
 LoRA (kohya names, F16 factors, rank 16, alpha 8): a LoRA on every linear weight (LoCon on
@@ -24,7 +24,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data"))
-import make_models  # noqa: E402  (layout builders: unet, clip_hf, open_clip)
+import layouts  # noqa: E402  (layout builders: unet, clip_hf, open_clip)
 
 VOCAB = 49408
 
@@ -81,12 +81,12 @@ def vae(prefix):
 
 
 def base_keys():
-    u = make_models.unet(None, mc=320, mult=[1, 2, 4], nres=2, depth_in=[0, 2, 10], depth_mid=10,
-                         depth_out=[0, 2, 10], ctx=2048, temb=1280, adm=2816, linear=True)
+    u = layouts.unet(mc=320, mult=[1, 2, 4], nres=2, depth_in=[0, 2, 10], depth_mid=10,
+                     depth_out=[0, 2, 10], ctx=2048, temb=1280, adm=2816, linear=True)
     keys = [("model.diffusion_model." + ldm, shape) for ldm, _, shape in u]
-    for k, shape in make_models.clip_hf("conditioner.embedders.0.transformer.text_model.", 12, 768):
+    for k, shape, *_ in layouts.clip_hf("conditioner.embedders.0.transformer.text_model.", 12, 768):
         keys.append((k, (VOCAB, 768) if k.endswith("token_embedding.weight") else shape))
-    for k, shape in make_models.open_clip("conditioner.embedders.1.model.", 32, 1280):
+    for k, shape, *_ in layouts.open_clip("conditioner.embedders.1.model.", 32, 1280):
         keys.append((k, (VOCAB, 1280) if k.endswith("token_embedding.weight") else shape))
     keys += vae("first_stage_model.")
     return keys

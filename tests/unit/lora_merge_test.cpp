@@ -199,6 +199,36 @@ TEST(LoraMerge, FitTargetsCarryTransposeIdentityWindowsAndSlices) {
   EXPECT_EQ(next, 7 * 16);
 }
 
+// A model ComfyUI has no detection rule for, stored under its "diffusion_model." prefix (a
+// custom node's model, genscope's reference pipeline): ComfyUI's generic names still map
+// (model_lora_keys_unet's first loop); diffusers' loader has no model to load them into.
+TEST(LoraMerge, UnknownModelUnderDiffusionModelGetsComfyUisGenericNames) {
+  const fs::path base = cases_dir() / "custom_base.safetensors";
+  const fs::path lora_path = cases_dir() / "custom_lora.safetensors";
+  const auto fill = [](float v) {
+    return [v](std::span<std::byte> out) {
+      std::vector<float> x(out.size() / 4, v);
+      std::memcpy(out.data(), x.data(), out.size());
+    };
+  };
+  write_safetensors(base, {{"diffusion_model.down.0.attn.q.weight", DType::kF32, {4, 3}, fill(0.5f)},
+                           {"diffusion_model.down.0.attn.q.bias", DType::kF32, {4}, fill(0.0f)}});
+  write_safetensors(lora_path, {{"lora_unet_down_0_attn_q.lora_up.weight", DType::kF32, {4, 1}, fill(1.0f)},
+                                {"lora_unet_down_0_attn_q.lora_down.weight", DType::kF32, {1, 3}, fill(2.0f)}});
+  const auto lora = LoraFile::open(lora_path);
+  const LoraFit comfy = fit_lora(*lora, SafetensorsFile::open(base));
+  ASSERT_EQ(comfy.matched.size(), 1u) << comfy.verdict;
+  EXPECT_EQ(comfy.matched[0].second.key, "diffusion_model.down.0.attn.q.weight");
+  EXPECT_TRUE(fit_lora(*lora, SafetensorsFile::open(base), LoraLoader::kDiffusers).matched.empty());
+  const fs::path out = cases_dir() / "custom_out.safetensors";
+  merge_lora(base, lora_path, out, 0.25);
+  const auto merged = SafetensorsFile::open(out);
+  for (float x : detail::tensor_to_f32(merged, *merged.find("diffusion_model.down.0.attn.q.weight"))) {
+    EXPECT_EQ(x, 0.5f + 0.25f * 2.0f);  // W + s·up·down, exact in float
+  }
+  fs::remove(out);
+}
+
 TEST(LoraMerge, TuckerLohaHasTheConvShapeAndNorm) {
   const auto lora = LoraFile::open(cases_dir() / "m_loha.safetensors");
   const LoraModule* m = lora->module("lora_unet_input_blocks_1_0_out_layers_3");

@@ -146,7 +146,7 @@ TEST(ReferencePipeline, ReportCuratesEveryAttachment) {
                                           "usage_statistics"}));
   const std::string report = genscope::render_console(r.run, {.plain = true});
   for (const char* heading :
-       {"COMPONENT \"dit\"", "LORA APPLICATION \"lora_dit\": applied", "MODEL STATE \"models\"",
+       {"COMPONENT \"dit\"", "LORA APPLICATION \"lora_dit.safetensors\": applied", "MODEL STATE \"models\"",
         "TEXT \"positive prompt\"", "TENSOR \"positive conditioning\" (conditioning)",
         "LATENT \"initial latent\": Video latent (B,C,T,H,W)", "Strategy used: emergency_zeros",
         "OUTPUTS \"images\": 9 file(s)", "MODEL USAGE STATISTICS (this run)",
