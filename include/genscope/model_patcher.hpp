@@ -66,9 +66,11 @@ class ModelPatcher {
   /// LoraNaN, ...) without changing anything: what patch_weight would refuse.
   void validate() const;
   /// Applies the patches of `key` to its float32 value in place (ComfyUI calculate_weight):
-  /// for each entry, on the target chunk, W *= strength_model, then the module's patch at
-  /// strength_patch (LoraFile::patch_weight / patch_bias; transposed targets are patched in
-  /// the layout ComfyUI holds them in and transposed back).
+  /// for each entry, on the target's rows (LoraKeyTarget::row_window: a chunk or an offset
+  /// window), W *= strength_model, then the module's patch at strength_patch
+  /// (LoraFile::patch_weight / patch_bias; transposed targets are patched in the layout
+  /// ComfyUI holds them in and transposed back; with delta_row_offset only those rows of an
+  /// additive patch's dW are added).
   void patch_weight(const std::string& key, std::span<float> weight) const;
 
  private:
