@@ -103,11 +103,22 @@ class LoraFile {
   /// dW of one module as float32 (delta_shape, row-major), scale included, strength 1.
   /// Throws genscope::Error (LoraMissingHalf, LoraRankMismatch, LoraNaN, ...) naming it.
   std::vector<float> delta(const LoraModule& module) const;
-  /// weight += coefficient·dW (scale included) for a float32 weight of dW's size, without
-  /// allocating dW for up·down modules. Same errors as delta().
+  /// weight += coefficient·dW (scale included; diff and w_norm unscaled) for a float32 weight
+  /// of dW's size, without allocating dW for up·down modules. Same errors as delta().
   void add_delta(const LoraModule& module, double coefficient, std::span<float> weight) const;
-  /// Checks that delta() can be formed (halves present, ranks agree, no NaN/Inf).
+  /// Checks that the module's patch can be formed (halves present, factor shapes chain, no
+  /// NaN/Inf).
   void validate(const LoraModule& module) const;
+  /// Checks, without touching data, that the module's weight patch (or, with `bias`, its bias
+  /// patch) fits a tensor of `shape` as ComfyUI lays it out; LoraShapeMismatch otherwise.
+  void validate_patch(const LoraModule& module, bool bias, std::span<const std::int64_t> shape) const;
+  /// One ComfyUI calculate_weight step on a float32 weight of `shape`: W += strength·scale·dW
+  /// (LoRA, LoCon, LoHa, LoKr, incl. Tucker), DoRA's weight_decompose when the module has a
+  /// `.dora_scale`, W += strength·diff (diff, w_norm), W = set_weight (strength unused).
+  void patch_weight(const LoraModule& module, double strength, std::span<float> weight,
+                    std::span<const std::int64_t> shape) const;
+  /// The module's bias patch (diff_b, or b_norm beside w_norm): bias += strength·Δb.
+  void patch_bias(const LoraModule& module, double strength, std::span<float> bias) const;
 
  private:
   LoraFile(std::filesystem::path path, SafetensorsFile file);

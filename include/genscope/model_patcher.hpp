@@ -22,6 +22,7 @@ struct WeightPatch {
   std::shared_ptr<const LoraFile> lora;
   std::string module;    ///< Module name in `lora`.
   LoraKeyTarget target;  ///< Where it lands.
+  bool bias = false;     ///< Patches target.bias_key with the module's diff_b / b_norm.
 };
 
 /// (strength_patch, patch, strength_model) as ComfyUI stores it.
@@ -39,7 +40,8 @@ class ModelPatcher {
 
   /// Adds one patch to `key` (must be a model key); renews the UUID.
   void add_patch(const std::string& key, PatchEntry entry);
-  /// Adds every matched module of `fit` (ComfyUI add_patches); returns the keys patched.
+  /// Adds every matched module of `fit` (ComfyUI add_patches): a patch on its weight key and,
+  /// for diff_b / b_norm, one on its bias_key; returns the keys patched.
   std::vector<std::string> add_patches(const std::shared_ptr<const LoraFile>& lora, const LoraFit& fit,
                                        double strength_patch, double strength_model = 1.0);
   /// Removes every patch; renews the UUID when there were any.
@@ -60,8 +62,15 @@ class ModelPatcher {
   /// The model as a snapshot, with id, patches_count and patches_uuid filled in.
   ModelSnapshot snapshot() const;
 
+  /// Checks every patch against the shape of its key (LoraShapeMismatch, LoraMissingHalf,
+  /// LoraNaN, ...) without changing anything: what patch_weight would refuse.
+  void validate() const;
   /// Applies the patches of `key` to its float32 value in place (ComfyUI calculate_weight):
-  /// for each entry W *= strength_model, then W[target chunk] += strength_patch·dW.
+  /// for each entry, on the target's rows (LoraKeyTarget::row_window: a chunk or an offset
+  /// window), W *= strength_model, then the module's patch at strength_patch
+  /// (LoraFile::patch_weight / patch_bias; transposed targets are patched in the layout
+  /// ComfyUI holds them in and transposed back; with delta_row_offset only those rows of an
+  /// additive patch's dW are added).
   void patch_weight(const std::string& key, std::span<float> weight) const;
 
  private:

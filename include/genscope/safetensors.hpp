@@ -80,6 +80,12 @@ struct SafetensorsSource {
   DType dtype = DType::kF32;
   std::vector<std::int64_t> shape;
   std::function<void(std::span<std::byte>)> fill;
+  /// Optional streaming form of `fill` (used instead of it when set): the writer asks for the
+  /// tensor in consecutive parts of `part_bytes` (the last one shorter), each given with its
+  /// byte offset in the tensor, and writes each at once while it is still in cache.
+  std::function<void(std::uint64_t offset, std::span<std::byte> part)> fill_part;
+  /// Size of the parts fill_part is asked for (> 0 when fill_part is set).
+  std::uint64_t part_bytes = 0;
 };
 
 /// Writes a safetensors file atomically (temporary file, fsync, rename): either the whole

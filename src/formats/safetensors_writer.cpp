@@ -79,7 +79,6 @@ void write_safetensors(const std::filesystem::path& path,
   std::vector<std::uint64_t> sizes;
   sizes.reserve(tensors.size());
   std::uint64_t offset = 0;
-  std::uint64_t largest = 0;
   for (const auto& t : tensors) {
     const std::uint64_t nbytes = checked_nbytes(t);
     if (header.size() > 1) header += ',';
@@ -95,7 +94,6 @@ void write_safetensors(const std::filesystem::path& path,
               std::to_string(offset + nbytes) + "]}";
     offset += nbytes;
     sizes.push_back(nbytes);
-    largest = std::max(largest, nbytes);
   }
   header += '}';
   header.append((8 - header.size() % 8) % 8, ' ');  // data section starts 8-byte aligned
@@ -106,12 +104,30 @@ void write_safetensors(const std::filesystem::path& path,
   detail::AtomicFile file(path);
   file.write(std::span<const std::byte>(length, 8));
   file.write(header);
-  // One buffer, sized for the largest tensor, reused for every fill.
-  std::vector<std::byte> buffer(static_cast<std::size_t>(largest));
+  // One buffer, sized for the largest whole fill (or part), reused for every tensor. Parts
+  // are written as soon as they are filled, so a large tensor goes through the cache in
+  // pieces instead of being copied out of memory again by write().
+  std::uint64_t buffer_bytes = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    std::span<std::byte> out(buffer.data(), static_cast<std::size_t>(sizes[i]));
-    tensors[i].fill(out);
-    file.write(out);
+    const bool parts = static_cast<bool>(tensors[i].fill_part);
+    if (parts && tensors[i].part_bytes == 0) {
+      throw Error("InvalidArgument", "tensor '" + tensors[i].name + "': fill_part without part_bytes");
+    }
+    buffer_bytes = std::max(buffer_bytes, parts ? std::min(tensors[i].part_bytes, sizes[i]) : sizes[i]);
+  }
+  std::vector<std::byte> buffer(static_cast<std::size_t>(buffer_bytes));
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].fill_part) {
+      std::span<std::byte> out(buffer.data(), static_cast<std::size_t>(sizes[i]));
+      tensors[i].fill(out);
+      file.write(out);
+      continue;
+    }
+    for (std::uint64_t off = 0; off < sizes[i]; off += tensors[i].part_bytes) {
+      std::span<std::byte> out(buffer.data(), static_cast<std::size_t>(std::min(tensors[i].part_bytes, sizes[i] - off)));
+      tensors[i].fill_part(off, out);
+      file.write(out);
+    }
   }
   file.commit();
 }

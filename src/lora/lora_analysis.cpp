@@ -1,11 +1,12 @@
 // LoRA analysis: rank, alpha, scale, shapes, sizes and ||dW||_F per module, computed from
-// the factors (never forming up·down for plain LoRAs), and dW itself for merges.
+// the factors (never forming up·down for plain LoRAs). The deltas themselves: lora_delta.cpp.
 #include <cmath>
 #include <numeric>
 #include <string>
 
 #include "genscope/error.hpp"
 #include "genscope/lora.hpp"
+#include "lora/lora_delta.hpp"
 #include "lora/matmul.hpp"
 #include "model/float_convert.hpp"
 
@@ -70,151 +71,6 @@ const LoraModule* LoraFile::module(std::string_view name) const noexcept {
   return it != modules_.end() && it->name == name ? &*it : nullptr;
 }
 
-void LoraFile::validate(const LoraModule& m) const {
-  const auto has = [&m](const char* role) { return m.tensors.count(role) > 0; };
-  const auto shape = [&](const char* role) { return entry(m.tensors.at(role)).shape; };
-  switch (m.type) {
-    case LoraModuleType::kLora: {
-      if (!has("up") || !has("down")) {
-        throw Error("LoraMissingHalf", "LoRA module '" + m.name + "' has no " +
-                                           (has("up") ? "down" : "up") + " matrix");
-      }
-      const auto up = shape("up"), down = shape("down");
-      if (up.size() < 2 || down.size() < 2) {
-        throw Error("LoraRankMismatch", "LoRA module '" + m.name + "': up/down are not matrices");
-      }
-      // up: out × r (× 1 × 1); with a Tucker mid (r × r × k × k) between up and down.
-      const std::int64_t up_rank = has("mid") ? shape("mid")[0] : down[0];
-      const std::int64_t down_rank = has("mid") ? shape("mid")[1] : up[1];
-      if (up[1] != up_rank || down_rank != down[0] || cols(up) != up[1]) {
-        throw Error("LoraRankMismatch", "LoRA module '" + m.name + "': up has rank " +
-                                            std::to_string(up[1]) + ", down has rank " +
-                                            std::to_string(down[0]));
-      }
-      break;
-    }
-    case LoraModuleType::kLoha:
-      for (const char* r : {"hada_w1_a", "hada_w1_b", "hada_w2_a", "hada_w2_b"}) {
-        if (!has(r)) throw Error("LoraMissingHalf", "LoHa module '" + m.name + "' has no " + r);
-      }
-      if (has("hada_t1") || has("hada_t2")) {
-        throw Error("LoraUnsupported", "LoHa module '" + m.name + "' uses Tucker factors (hada_t1/t2)");
-      }
-      if (shape("hada_w1_a")[1] != shape("hada_w1_b")[0] || shape("hada_w2_a")[1] != shape("hada_w2_b")[0] ||
-          shape("hada_w1_a")[0] != shape("hada_w2_a")[0] || cols(shape("hada_w1_b")) != cols(shape("hada_w2_b"))) {
-        throw Error("LoraRankMismatch", "LoHa module '" + m.name + "' has inconsistent factor shapes");
-      }
-      break;
-    case LoraModuleType::kLokr:
-      if (!has("lokr_w1") && !(has("lokr_w1_a") && has("lokr_w1_b"))) {
-        throw Error("LoraMissingHalf", "LoKr module '" + m.name + "' has no w1");
-      }
-      if (!has("lokr_w2") && !(has("lokr_w2_a") && has("lokr_w2_b"))) {
-        throw Error("LoraMissingHalf", "LoKr module '" + m.name + "' has no w2");
-      }
-      if (has("lokr_t2")) throw Error("LoraUnsupported", "LoKr module '" + m.name + "' uses lokr_t2");
-      break;
-    case LoraModuleType::kDiff:
-      if (!has("diff")) throw Error("LoraUnsupported", "module '" + m.name + "' has only a bias delta (diff_b)");
-      break;
-    default: break;
-  }
-  for (const auto& [role, key] : m.tensors) {
-    if (role == "alpha") continue;
-    const SafetensorsEntry* e = &entry(key);
-    if (!dtype_is_float(e->dtype) || !detail::convertible(e->dtype)) continue;
-    const auto v = tensor_to_f32(file_, *e);
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (!std::isfinite(v[i])) {
-        throw Error("LoraNaN", "LoRA module '" + m.name + "': tensor '" + key + "' holds " +
-                                   (std::isnan(v[i]) ? "NaN" : "Inf") + " at element " + std::to_string(i));
-      }
-    }
-  }
-}
-
-std::vector<float> LoraFile::delta(const LoraModule& m) const {
-  std::vector<float> out(static_cast<std::size_t>(numel(m.delta_shape)), 0.0f);
-  add_delta(m, 1.0, out);
-  return out;
-}
-
-void LoraFile::add_delta(const LoraModule& m, double coefficient, std::span<float> out) const {
-  validate(m);
-  const auto get = [&](const char* role) { return tensor_to_f32(file_, entry(m.tensors.at(role))); };
-  const auto shape = [&](const char* role) { return entry(m.tensors.at(role)).shape; };
-  if (m.delta_shape.empty() || out.size() != static_cast<std::size_t>(numel(m.delta_shape))) {
-    throw Error("LoraShapeMismatch", "module '" + m.name + "': delta has " +
-                                         std::to_string(numel(m.delta_shape)) + " elements, weight has " +
-                                         std::to_string(out.size()));
-  }
-  const float s = static_cast<float>(m.scale * coefficient);
-  switch (m.type) {
-    case LoraModuleType::kLora: {
-      const auto up = get("up"), down = get("down");
-      const std::int64_t rows = shape("up")[0], r = shape("down")[0], n = cols(shape("down"));
-      if (m.tensors.count("mid") == 0) {
-        detail::matmul_add(up.data(), down.data(), out.data(), rows, r, n, s);
-      } else {
-        // LoCon Tucker: dW[p, q, k] = sum_ij up[p,i] mid[i,j,k] down[j,q], mid is r×r×(k·k).
-        const auto mid = get("mid");
-        const std::int64_t ru = shape("mid")[0], kk = cols(shape("mid")) / r, in = n;
-        std::vector<float> md(static_cast<std::size_t>(ru * in * kk), 0.0f);  // [i, q, k]
-        for (std::int64_t i = 0; i < ru; ++i)
-          for (std::int64_t j = 0; j < r; ++j)
-            for (std::int64_t q = 0; q < in; ++q)
-              for (std::int64_t k = 0; k < kk; ++k) md[(i * in + q) * kk + k] += mid[(i * r + j) * kk + k] * down[j * in + q];
-        detail::matmul_add(up.data(), md.data(), out.data(), rows, ru, in * kk, s);
-      }
-      return;
-    }
-    case LoraModuleType::kLoha: {
-      std::vector<float> w1(out.size(), 0.0f), w2(out.size(), 0.0f);
-      const std::int64_t rows = shape("hada_w1_a")[0], n = cols(shape("hada_w1_b"));
-      detail::matmul_add(get("hada_w1_a").data(), get("hada_w1_b").data(), w1.data(), rows, shape("hada_w1_b")[0], n, 1.0f);
-      detail::matmul_add(get("hada_w2_a").data(), get("hada_w2_b").data(), w2.data(), rows, shape("hada_w2_b")[0], n, 1.0f);
-      for (std::size_t i = 0; i < out.size(); ++i) out[i] += s * w1[i] * w2[i];
-      return;
-    }
-    case LoraModuleType::kLokr: {
-      const auto factor = [&](const char* whole, const char* a, const char* b, std::int64_t& r0,
-                              std::int64_t& c0) {
-        if (m.tensors.count(whole) != 0) {
-          r0 = shape(whole)[0];
-          c0 = cols(shape(whole));
-          return get(whole);
-        }
-        r0 = shape(a)[0];
-        c0 = cols(shape(b));
-        std::vector<float> w(static_cast<std::size_t>(r0 * c0), 0.0f);
-        detail::matmul_add(get(a).data(), get(b).data(), w.data(), r0, shape(b)[0], c0, 1.0f);
-        return w;
-      };
-      std::int64_t a1, b1, a2, b2;
-      const auto w1 = factor("lokr_w1", "lokr_w1_a", "lokr_w1_b", a1, b1);
-      const auto w2 = factor("lokr_w2", "lokr_w2_a", "lokr_w2_b", a2, b2);
-      // kron(w1, w2) with w2 possibly (c, d·k·k): the kernel stays innermost.
-      const std::int64_t kk = m.delta_shape.size() > 2 ? numel(m.delta_shape) / (m.delta_shape[0] * m.delta_shape[1]) : 1;
-      const std::int64_t d = b2 / kk, n = b1 * d;
-      for (std::int64_t i = 0; i < a1; ++i)
-        for (std::int64_t j = 0; j < b1; ++j)
-          for (std::int64_t p = 0; p < a2; ++p)
-            for (std::int64_t q = 0; q < d; ++q)
-              for (std::int64_t k = 0; k < kk; ++k)
-                out[((i * a2 + p) * n + j * d + q) * kk + k] += s * w1[i * b1 + j] * w2[(p * d + q) * kk + k];
-      return;
-    }
-    case LoraModuleType::kDiff: {
-      const auto diff = get("diff");
-      for (std::size_t i = 0; i < out.size(); ++i) out[i] += s * diff[i];
-      return;
-    }
-    default:
-      throw Error("LoraUnsupported", "module '" + m.name + "' of type " +
-                                         std::string(lora_module_type_name(m.type)) + " has no weight delta");
-  }
-}
-
 std::shared_ptr<const LoraFile> LoraFile::open(const std::filesystem::path& path, bool norms) {
   auto file = SafetensorsFile::open(path);
   std::shared_ptr<LoraFile> lora(new LoraFile(path, std::move(file)));
@@ -238,91 +94,43 @@ std::shared_ptr<const LoraFile> LoraFile::open(const std::filesystem::path& path
       } catch (const Error&) {
       }
     }
-    switch (m.type) {
-      case LoraModuleType::kLora:
-        if (has("down")) m.rank = shape("down")[0];
-        if (has("up") && has("down")) {
-          auto d = shape("down");
-          m.delta_shape = {shape("up")[0]};
-          if (has("mid")) d = {d[0], d[1], shape("mid").size() > 2 ? shape("mid")[2] : 1,
-                               shape("mid").size() > 3 ? shape("mid")[3] : 1};
-          m.delta_shape.insert(m.delta_shape.end(), d.begin() + 1, d.end());
-        }
-        break;
-      case LoraModuleType::kLoha:
-        if (has("hada_w1_b")) m.rank = shape("hada_w1_b")[0];
-        if (has("hada_w1_a") && has("hada_w1_b")) m.delta_shape = {shape("hada_w1_a")[0], cols(shape("hada_w1_b"))};
-        break;
-      case LoraModuleType::kLokr: {
-        if (has("lokr_w1_b")) m.rank = shape("lokr_w1_b")[0];
-        if (has("lokr_w2_b")) m.rank = shape("lokr_w2_b")[0];
-        std::vector<std::int64_t> s1 = has("lokr_w1") ? shape("lokr_w1") : std::vector<std::int64_t>{};
-        std::vector<std::int64_t> s2 = has("lokr_w2") ? shape("lokr_w2") : std::vector<std::int64_t>{};
-        if (s1.empty() && has("lokr_w1_a") && has("lokr_w1_b")) s1 = {shape("lokr_w1_a")[0], shape("lokr_w1_b")[1]};
-        if (s2.empty() && has("lokr_w2_a") && has("lokr_w2_b")) {
-          s2 = shape("lokr_w2_b");
-          s2[0] = shape("lokr_w2_a")[0];
-        }
-        if (s1.size() == 2 && s2.size() >= 2) {
-          m.delta_shape = {s1[0] * s2[0], s1[1] * s2[1]};
-          m.delta_shape.insert(m.delta_shape.end(), s2.begin() + 2, s2.end());
-        }
-        break;
-      }
-      case LoraModuleType::kDiff:
-        if (has("diff")) m.delta_shape = shape("diff");
-        break;
-      case LoraModuleType::kSetWeight:
-        m.delta_shape = shape("set_weight");
-        break;
-      case LoraModuleType::kNorm:
-        if (has("w_norm")) m.delta_shape = shape("w_norm");
-        break;
+    // Rank as ComfyUI divides alpha by it: rows of down (LoRA), of hada_w1_b (LoHa), of
+    // lokr_w2_b, else lokr_w1_b (LoKr, only when a factor is decomposed).
+    if (m.type == LoraModuleType::kLora && has("down") && !shape("down").empty()) m.rank = shape("down")[0];
+    if (m.type == LoraModuleType::kLoha && has("hada_w1_b") && !shape("hada_w1_b").empty()) m.rank = shape("hada_w1_b")[0];
+    if (m.type == LoraModuleType::kLokr) {
+      if (has("lokr_w1_b") && !has("lokr_w1") && !shape("lokr_w1_b").empty()) m.rank = shape("lokr_w1_b")[0];
+      if (has("lokr_w2_b") && !has("lokr_w2") && !shape("lokr_w2_b").empty()) m.rank = shape("lokr_w2_b")[0];
     }
-    // LyCORIS applies alpha/rank only to decomposed factors; kohya/PEFT always.
+    m.delta_shape = detail::module_delta_shape(lora->file_, m);
+    // ComfyUI's weight adapters scale by alpha / rank whenever the file has an alpha (alpha 0
+    // gives 0) and the type is decomposed; diff / set_weight / norm patches are never scaled.
     const bool scaled = m.type == LoraModuleType::kLora || m.type == LoraModuleType::kLoha ||
                         (m.type == LoraModuleType::kLokr && m.rank > 0);
-    m.scale = scaled && m.alpha && *m.alpha != 0.0 && m.rank > 0 ? *m.alpha / static_cast<double>(m.rank) : 1.0;
+    m.scale = scaled && m.alpha && m.rank > 0 ? *m.alpha / static_cast<double>(m.rank) : 1.0;
     if (!norms) continue;
     try {
-      switch (m.type) {
-        case LoraModuleType::kLora:
-          if (!has("mid")) {
-            lora->validate(m);
-            const auto up = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("up")));
-            const auto down = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("down")));
-            m.delta_norm = m.scale * lora_delta_norm(up.data(), down.data(), shape("up")[0],
-                                                     shape("down")[0], cols(shape("down")));
-          } else {
-            m.delta_norm = frobenius(lora->delta(m));
-          }
-          break;
-        case LoraModuleType::kLokr: {
-          // ||kron(A, B)||_F = ||A||_F ||B||_F, each factor formed at its own small size.
-          lora->validate(m);
-          double n1 = 0, n2 = 0;
-          if (has("lokr_w1")) {
-            n1 = frobenius(tensor_to_f32(lora->file_, lora->entry(m.tensors.at("lokr_w1"))));
-          } else {
-            const auto a = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("lokr_w1_a")));
-            const auto b = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("lokr_w1_b")));
-            n1 = lora_delta_norm(a.data(), b.data(), shape("lokr_w1_a")[0], shape("lokr_w1_b")[0], cols(shape("lokr_w1_b")));
-          }
-          if (has("lokr_w2")) {
-            n2 = frobenius(tensor_to_f32(lora->file_, lora->entry(m.tensors.at("lokr_w2"))));
-          } else {
-            const auto a = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("lokr_w2_a")));
-            const auto b = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("lokr_w2_b")));
-            n2 = lora_delta_norm(a.data(), b.data(), shape("lokr_w2_a")[0], shape("lokr_w2_b")[0], cols(shape("lokr_w2_b")));
-          }
-          m.delta_norm = m.scale * n1 * n2;
-          break;
-        }
-        case LoraModuleType::kLoha:
-        case LoraModuleType::kDiff:
-          m.delta_norm = frobenius(lora->delta(m));
-          break;
-        default: break;
+      const bool adapter = detail::weight_patch_kind(m) == detail::WeightPatchKind::kAdapter;
+      if (adapter && m.type == LoraModuleType::kLora && !has("mid")) {
+        lora->validate(m);
+        const auto up = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("up")));
+        const auto down = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("down")));
+        m.delta_norm = m.scale * lora_delta_norm(up.data(), down.data(), shape("up")[0], shape("down")[0],
+                                                 cols(shape("down")));
+      } else if (adapter && m.type == LoraModuleType::kLokr && !has("lokr_t2")) {
+        // ||kron(A, B)||_F = ||A||_F ||B||_F, each factor formed at its own small size.
+        lora->validate(m);
+        const auto factor_norm = [&](const char* whole, const char* a, const char* b) {
+          if (has(whole)) return frobenius(tensor_to_f32(lora->file_, lora->entry(m.tensors.at(whole))));
+          const auto fa = tensor_to_f32(lora->file_, lora->entry(m.tensors.at(a)));
+          const auto fb = tensor_to_f32(lora->file_, lora->entry(m.tensors.at(b)));
+          return lora_delta_norm(fa.data(), fb.data(), shape(a)[0], shape(b)[0], cols(shape(b)));
+        };
+        m.delta_norm = m.scale * factor_norm("lokr_w1", "lokr_w1_a", "lokr_w1_b") *
+                       factor_norm("lokr_w2", "lokr_w2_a", "lokr_w2_b");
+      } else if (detail::weight_patch_kind(m) != detail::WeightPatchKind::kNone &&
+                 detail::weight_patch_kind(m) != detail::WeightPatchKind::kSet) {
+        m.delta_norm = frobenius(lora->delta(m));  // LoCon mid, LoHa, LoKr Tucker, diff, w_norm
       }
     } catch (const Error&) {
       // Broken modules keep NaN here; validate()/merge report them by name.

@@ -1,14 +1,17 @@
-// Streaming merge: W <- W + strength·scale·dW per matched weight, in float32, cast back to
-// W's dtype, written through write_safetensors (atomic). Everything that can make the merge
-// wrong is checked before the first byte is written.
+// Streaming merge: every patch of fit.matched applied as ComfyUI's calculate_weight does, in
+// float32, cast back to the tensor's dtype, written through write_safetensors (atomic).
+// Everything that can make the merge wrong is checked before the first byte is written.
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "genscope/error.hpp"
 #include "genscope/lora.hpp"
 #include "genscope/model_patcher.hpp"
+#include "lora/lora_delta.hpp"
+#include "lora/matmul.hpp"
 #include "lora/merge_kernel.hpp"
 #include "model/float_convert.hpp"
 
@@ -16,16 +19,19 @@ namespace genscope {
 namespace {
 
 // The fused path handles the common case: every patch on the weight is a plain up·down LoRA
-// on the whole weight with strength_model 1. Anything else takes patch_weight().
+// (no LoCon mid, no DoRA) on the whole, untransposed weight with strength_model 1, its whole
+// delta landing there. Anything else (chunks, row windows, slices of a fused delta,
+// transposed or identity weights, biases) takes ModelPatcher::patch_weight on a float32 copy.
 std::shared_ptr<const std::vector<detail::PreparedLora>> prepare_plain(const std::vector<PatchEntry>& entries,
                                                                        const SafetensorsEntry& weight) {
   auto out = std::make_shared<std::vector<detail::PreparedLora>>();
   for (const PatchEntry& p : entries) {
     const LoraModule* m = p.patch.lora->module(p.patch.module);
-    if (m == nullptr || m->type != LoraModuleType::kLora || m->tensors.count("mid") != 0 ||
-        p.patch.target.chunks != 1 || p.patch.target.rows > 0 || p.patch.target.transpose ||
-        p.patch.target.materialize_identity || !p.patch.target.bias_key.empty() || p.strength_model != 1.0 || weight.shape.empty() ||
-        m->delta_shape.empty() || m->delta_shape[0] != weight.shape[0]) {
+    const LoraKeyTarget& t = p.patch.target;
+    if (m == nullptr || p.patch.bias || t.transpose || t.chunks != 1 || t.rows > 0 || t.delta_row_offset != 0 ||
+        t.materialize_identity || p.strength_model != 1.0 || detail::weight_patch_kind(*m) != detail::WeightPatchKind::kAdapter ||
+        m->type != LoraModuleType::kLora || m->tensors.count("mid") != 0 || detail::has_comfy_dora(*m) ||
+        weight.shape.empty() || m->delta_shape.empty() || m->delta_shape[0] != weight.shape[0]) {
       return nullptr;
     }
     const SafetensorsFile& f = p.patch.lora->file();
@@ -54,17 +60,13 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
     const LoraLoaderFailure& f = fit.loader_failures.front();
     throw Error(f.error, f.message);
   }
+  // What the loader applies in a way this file cannot reproduce (or, for a PEFT DoRA
+  // magnitude, what it silently ignores): refused by name rather than merged differently.
   if (!fit.merge_unsupported.empty()) {
     const LoraLoaderFailure& f = fit.merge_unsupported.front();
     throw Error(f.error, f.message);
   }
-  for (const auto& [name, target] : fit.matched) {
-    const LoraModule& m = *lora->module(name);
-    lora->validate(m);
-    // DoRA rescales each output row by magnitude / ||W + dW||: not implemented, so refuse
-    // rather than write a plain-LoRA result that differs from what the trainer meant.
-    if (m.dora) throw Error("LoraUnsupported", "LoRA module '" + name + "' is DoRA (magnitude vector); merging DoRA is not supported");
-  }
+  for (const auto& [name, target] : fit.matched) lora->validate(*lora->module(name));
   if (!fit.shape_mismatches.empty()) {
     throw Error("LoraShapeMismatch", "LoRA module " + fit.shape_mismatches.front() +
                                          (fit.shape_mismatches.size() > 1
@@ -78,14 +80,18 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
   model.class_name = "SafetensorsFile";
   for (const auto& e : base.entries()) model.parameters[e.name] = ParameterInfo{e.shape, e.dtype, "cpu", e.nbytes(), {}};
   // Weights the loader patches after initialising them to the identity (ComfyUI's CLIP
-  // text_projection): written as new tensors, in the dtype of their tower.
+  // text_projection, comfy/sd1_clip.py): written as new tensors, in the dtype of their tower.
   std::vector<std::pair<std::string, ParameterInfo>> identities;
   for (const auto& [name, target] : fit.matched) {
-    if (!target.materialize_identity || model.parameters.count(target.key) != 0 || target.shape.size() != 2) continue;
+    if (!target.materialize_identity || model.parameters.count(target.key) != 0) continue;
+    if (target.shape.size() != 2 || target.shape[0] != target.shape[1] || target.shape[0] <= 0) {
+      throw Error("LoraShapeMismatch", "LoRA module '" + name + "': identity weight '" + target.key +
+                                           "' needs a square 2-D shape");
+    }
     const std::string tower = target.key.substr(0, target.key.rfind("text_projection"));
     DType dtype = DType::kF32;
     for (const auto& e : base.entries()) {
-      if (e.name.rfind(tower, 0) == 0 && dtype_is_float(e.dtype)) {
+      if (e.name.rfind(tower, 0) == 0 && dtype_is_float(e.dtype) && detail::convertible(e.dtype)) {
         dtype = e.dtype;
         break;
       }
@@ -96,15 +102,21 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
     identities.emplace_back(target.key, info);
   }
   ModelPatcher patcher(std::move(model));
-  const auto added = patcher.add_patches(lora, fit, strength);
+  // Exactly fit.matched, as ComfyUI's add_patches applies it: weights, biases, chunks,
+  // transposed targets.
+  patcher.add_patches(lora, fit, strength);
+  std::set<std::string> modules;
   for (const auto& [key, entries] : patcher.patches()) {
+    for (const PatchEntry& p : entries) modules.insert(p.patch.module);
     const SafetensorsEntry* e = base.find(key);
+    if (e == nullptr) continue;  // a materialised identity (counted where it is written)
     if (!dtype_is_float(e->dtype) || !detail::convertible(e->dtype)) {
       throw Error("UnsupportedDType", "cannot merge into '" + key + "' of dtype " + std::string(dtype_name(e->dtype)));
     }
     result.patched_bytes += e->nbytes();
   }
-  result.modules_merged = added.size();
+  patcher.validate();  // shapes of every patch (DoRA scales, biases, chunks) before writing
+  result.modules_merged = modules.size();
   result.weights_patched = patcher.patches_count();
 
   std::vector<SafetensorsSource> sources;
@@ -116,12 +128,22 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
     s.shape = e.shape;
     const SafetensorsEntry* entry = &e;
     if (patcher.patches().count(e.name) == 0) {
-      s.fill = [&base, entry](std::span<std::byte> dst) { std::memcpy(dst.data(), base.bytes(*entry).data(), dst.size()); };
+      s.part_bytes = detail::kMergePartBytes;
+      s.fill_part = [&base, entry](std::uint64_t offset, std::span<std::byte> part) {
+        std::memcpy(part.data(), base.bytes(*entry).data() + offset, part.size());
+      };
     } else if (auto prepared = prepare_plain(patcher.patches().at(e.name), e)) {
-      s.fill = [&base, entry, prepared](std::span<std::byte> dst) {
-        const std::int64_t rows = entry->shape.empty() ? 1 : entry->shape[0];
-        const std::int64_t cols = static_cast<std::int64_t>(entry->nbytes() / dtype_size(entry->dtype)) / std::max<std::int64_t>(rows, 1);
-        detail::merge_rows(base.bytes(*entry).data(), dst.data(), entry->dtype, rows, cols, *prepared);
+      // Whole rows per part, each merged while the writer's buffer is still in cache.
+      const std::int64_t rows = e.shape.empty() ? 1 : e.shape[0];
+      const std::int64_t cols = static_cast<std::int64_t>(e.nbytes() / dtype_size(e.dtype)) / std::max<std::int64_t>(rows, 1);
+      const std::uint64_t row_bytes = static_cast<std::uint64_t>(cols) * dtype_size(e.dtype);
+      s.part_bytes = row_bytes == 0 ? detail::kMergePartBytes
+                                    : std::max<std::uint64_t>(1, detail::kMergePartBytes / row_bytes) * row_bytes;
+      s.fill_part = [&base, entry, prepared, cols, row_bytes](std::uint64_t offset, std::span<std::byte> part) {
+        const auto first = static_cast<std::int64_t>(offset / row_bytes);
+        const auto n = static_cast<std::int64_t>(part.size() / row_bytes);
+        detail::merge_rows(base.bytes(*entry).data(), part.data(), entry->dtype, first, first + n, cols, *prepared,
+                           detail::merge_threads(n, cols));
       };
     } else {
       s.fill = [&base, &patcher, entry](std::span<std::byte> dst) {
@@ -154,6 +176,10 @@ LoraMergeResult merge_lora(const std::filesystem::path& base_path, const std::fi
   std::map<std::string, std::string> metadata = base.metadata();
   metadata["genscope.merged_lora"] = lora_path.filename().string();
   metadata["genscope.merged_strength"] = std::to_string(strength);
+  // Every product runs on its caller's thread while the file is written: the fused blocks on
+  // merge_rows' threads, the rest (small: LoCon mid, LoHa, LoKr, DoRA, chunks, windows,
+  // identities) on this one.
+  const detail::SingleThreadedBlas blas_on_callers;
   write_safetensors(out, sources, metadata);
   return result;
 }

@@ -578,6 +578,23 @@ LoaderModel build(const BaseFile& idx, bool comfy) {
     } else {
       diffusers_diffusion(m, b, tensors, idx, f);
     }
+  } else if (comfy) {
+    // A model ComfyUI has no detection rule for but holds in its "diffusion_model." state
+    // dict (a custom node's model class; genscope's reference pipeline): the first loop of
+    // model_lora_keys_unet (comfy/lora.py) still names each of its weights lora_unet_<key>
+    // and <key>. Only files that use ComfyUI's own prefixes are read this way.
+    for (const char* p : {"model.diffusion_model.", "diffusion_model."}) {
+      if (!idx.has_prefix(p)) continue;
+      Family g;
+      g.prefix = p;
+      m.diffusion_prefix = p;
+      std::string key;
+      for (const auto& [rel, i] : diffusion_names(tensors, g)) {
+        key.assign("diffusion_model.").append(rel);
+        b.whole_at(m.diffusion_keys, key, static_cast<std::size_t>(i));
+      }
+      break;
+    }
   }
   m.towers = find_towers(idx, m.arch);
   if (comfy) {

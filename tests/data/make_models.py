@@ -295,7 +295,7 @@ def sd_family(outdir, rng, cases):
         down = kohya[name + ".lora_down.weight"].astype(np.float32)
         if alpha is not None:
             kohya[name + ".alpha"] = np.array(alpha, dtype=np.float32)
-        scale = alpha / rank if alpha else 1.0
+        scale = alpha / rank if alpha is not None else 1.0  # ComfyUI: alpha 0 scales by 0
         deltas[name] = ("model.diffusion_model." + ldm_of15[d], (up.reshape(up.shape[0], rank) @ down.reshape(rank, -1)) * np.float32(scale), 0, 1)
     for b in range(12):
         for sub in layouts.CLIP_SUB:
@@ -467,7 +467,7 @@ def sd_family(outdir, rng, cases):
             down = kohya[k].astype(np.float32)
             up = kohya[n + ".lora_up.weight"].astype(np.float32)
             a = kohya.get(n + ".alpha")
-            scale = float(a) / down.shape[0] if a is not None and float(a) != 0 else 1.0
+            scale = float(a) / down.shape[0] if a is not None else 1.0
             norms[n] = float(np.linalg.norm(up.reshape(up.shape[0], -1) @ down.reshape(down.shape[0], -1)) * scale)
     with open(f"{outdir}/sd15_kohya_norms.json", "w") as f:
         json.dump(norms, f)

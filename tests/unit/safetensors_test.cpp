@@ -113,6 +113,38 @@ TEST(Safetensors, ScalarEmptyAndStridedSources) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(got[i], want[i]) << i;
 }
 
+// fill_part: the tensor is asked for in consecutive parts of part_bytes (the last shorter),
+// with their offsets, and the file equals a whole-tensor fill of the same bytes.
+TEST(Safetensors, PartsAreFilledInOrderAndWriteTheSameBytes) {
+  const auto dir = scratch_dir("st_parts");
+  const std::vector<std::byte> payload = pattern(1000 * 4, 7);
+  SafetensorsSource whole{"w", DType::kF32, {10, 100}, [&](std::span<std::byte> out) {
+                            std::memcpy(out.data(), payload.data(), out.size());
+                          }};
+  SafetensorsSource parts{"w", DType::kF32, {10, 100}, nullptr};
+  std::vector<std::pair<std::uint64_t, std::size_t>> asked;
+  parts.part_bytes = 1200;  // 3 whole parts and a 400-byte tail
+  parts.fill_part = [&](std::uint64_t offset, std::span<std::byte> out) {
+    asked.emplace_back(offset, out.size());
+    std::memcpy(out.data(), payload.data() + offset, out.size());
+  };
+  SafetensorsSource small{"s", DType::kU8, {3}, [](std::span<std::byte> out) { std::memset(out.data(), 9, 3); }};
+  write_safetensors(dir / "whole.safetensors", {whole, small});
+  write_safetensors(dir / "parts.safetensors", {parts, small});
+  EXPECT_EQ(read_bytes(dir / "whole.safetensors"), read_bytes(dir / "parts.safetensors"));
+  const std::vector<std::pair<std::uint64_t, std::size_t>> want{{0, 1200}, {1200, 1200}, {2400, 1200}, {3600, 400}};
+  EXPECT_EQ(asked, want);
+  SafetensorsSource no_size{"p", DType::kU8, {4}, nullptr};
+  no_size.fill_part = [](std::uint64_t, std::span<std::byte>) {};
+  try {
+    write_safetensors(dir / "bad.safetensors", {no_size});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.name(), "InvalidArgument");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "bad.safetensors"));
+}
+
 TEST(Safetensors, FailedFillLeavesNoFileAndKeepsTheOldOne) {
   const auto dir = scratch_dir("st_atomic");
   const auto path = dir / "out.safetensors";

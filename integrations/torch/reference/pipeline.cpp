@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <chrono>
 #include <cstdio>
 #include <optional>
 
@@ -13,6 +14,8 @@
 #include "analysis.hpp"
 #include "component_store.hpp"
 #include "genscope/error.hpp"
+#include "genscope/lora.hpp"
+#include "genscope/lora_report.hpp"
 #include "genscope/reference_pipeline.hpp"
 #include "genscope/text_analysis.hpp"
 #include "genscope/torch.hpp"
@@ -26,18 +29,6 @@ namespace detail {
 bool torch_cuda_available() { return at::hasCUDA(); }
 
 namespace {
-
-nlohmann::json patcher_state(const ModelPatcher& m) {
-  const Weights& w = m.weights();
-  return {{"model_id", m.model_id()},
-          {"patcher_id", m.patcher_id()},
-          {"class", m.class_name()},
-          {"device", w.empty() ? "cpu" : w.begin()->second.device().str()},
-          {"load_device", m.load_device()},
-          {"offload_device", m.offload_device()},
-          {"patches_count", m.patch_count()},
-          {"patches_uuid", m.patches_uuid()}};
-}
 
 class ReferencePipeline {
  public:
@@ -112,100 +103,52 @@ class ReferencePipeline {
       text_ = std::make_shared<Weights>(std::move(te.weights));
       denoiser_ = std::make_shared<Weights>(std::move(dn.weights));
       vae_ = std::move(vae.weights);
-      clip_patcher_.emplace(text_, "ReferenceTextEncoder", device_.str());
-      unet_patcher_.emplace(denoiser_, video_ ? "ReferenceDiT" : "ReferenceUNet", device_.str());
+      denoiser_file_ = dn.file;
+      // ComfyUI: one ModelPatcher per model; LoRAs are patches on a clone of it.
+      clip_patcher_.emplace(snapshot_weights(*text_, "ReferenceTextEncoder", false));
+      unet_patcher_.emplace(snapshot_weights(*denoiser_, video_ ? "ReferenceDiT" : "ReferenceUNet", false));
+      for (ModelPatcher* m : {&*clip_patcher_, &*unet_patcher_}) m->set_devices(device_.str(), device_.str(), "cpu");
     });
   }
 
+  // ComfyUI's LoraLoader, through genscope's ModelPatcher: fit the LoRA file to the
+  // denoiser's file (ComfyUI's key map), clone the patcher, add the patches (UUID renewed),
+  // then merge them when the model is loaded for sampling (patch_model). The seed-002 report
+  // is genscope's lora_application_report over snapshots taken before and after.
   void apply_lora() {
     phase(StepKind::kLoraApplication, "lora_application", [&](Step& s) {
       const std::string name = video_ ? "lora_dit" : "lora_unet";
-      const std::filesystem::path file = reference_cache_dir(o_) / (name + ".safetensors");
-      nlohmann::json baseline;
-      std::map<std::string, WeightFingerprint> before;
+      LoraApplicationObservation obs;
+      obs.lora_path = reference_cache_dir(o_) / (name + ".safetensors");
+      const std::string unet_class = video_ ? "ReferenceDiT" : "ReferenceUNet";
       if (s.active()) {
-        std::error_code ec;
-        const bool exists = std::filesystem::exists(file, ec);
-        baseline = {{"unet", patcher_state(*unet_patcher_)},
-                    {"clip", patcher_state(*clip_patcher_)},
-                    {"lora_file",
-                     {{"filename", file.filename().string()},
-                      {"path", file.string()},
-                      {"file_exists", exists},
-                      {"file_size_bytes", exists ? std::filesystem::file_size(file) : 0}}}};
-        before = fingerprint(*denoiser_);
+        obs.baseline_unix_seconds =
+            std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+        obs.unet_before = unet_patcher_->snapshot();
+        obs.unet_before.parameters = snapshot_weights(*denoiser_, unet_class, true).parameters;
+        obs.clip_before = clip_patcher_->snapshot();
       }
       const Weights& base = *denoiser_;
-      LoadedComponent lora = load_component(reference_cache_dir(o_), name, p_, [&] {
+      const LoadedComponent lora = load_component(reference_cache_dir(o_), name, p_, [&] {
         return make_lora_weights(p_, base, p_.weight_seed + 10);
       });
-      for (auto& [k, t] : lora.weights) t = t.to(device_);
-      LoraMapping mapping = map_kohya_lora(lora.weights, *denoiser_, o_.lora_strength);
-      // ComfyUI's LoraLoader: clone the patcher, add the patches (UUID renewed), then the
-      // patches are merged when the model is loaded for sampling.
+      const std::shared_ptr<const LoraFile> lora_file = LoraFile::open(lora.file);
+      const LoraFit fit = fit_lora(*lora_file, SafetensorsFile::open(denoiser_file_));
       ModelPatcher patched = unet_patcher_->clone();
-      const std::vector<std::string> keys = patched.add_patches(mapping.patches);
-      patched.patch_model();
+      patched.add_patches(lora_file, fit, o_.lora_strength);
+      const std::vector<std::string> keys = patch_model(patched, *denoiser_);
       s.add_counter("patched_keys", static_cast<double>(keys.size()));
       s.add_counter("bytes", static_cast<double>(lora.file_size_bytes));
       if (s.active()) {
-        nlohmann::json details = nlohmann::json::object();
-        for (const auto& [key, list] : patched.patches()) {
-          const LoraPatch& lp = list.back();
-          const double rank = static_cast<double>(lp.down.size(0));
-          details[key] = {
-              {"strength_patch", lp.strength_patch},
-              {"strength_model", lp.strength_model},
-              {"patch_type", "lora"},
-              {"lora_module", lp.lora_module},
-              {"rank", lp.down.size(0)},
-              {"alpha", lp.alpha},
-              {"scale", lp.alpha > 0 ? lp.alpha / rank : 1.0},
-              {"up_shape", std::vector<std::int64_t>(lp.up.sizes().begin(), lp.up.sizes().end())},
-              {"down_shape",
-               std::vector<std::int64_t>(lp.down.sizes().begin(), lp.down.sizes().end())},
-              {"patch_count", list.size()}};
-        }
-        nlohmann::json modified = {{"unet", patcher_state(patched)},
-                                   {"clip", patcher_state(*clip_patcher_)}};
-        const nlohmann::json& bu = baseline["unet"];
-        nlohmann::json report = {
-            {"lora_file", baseline["lora_file"]},
-            {"strength_model", o_.lora_strength},
-            {"strength_clip", 0.0},
-            {"baseline", baseline},
-            {"modified", modified},
-            {"identity",
-             {{"model_cloned", patched.patcher_id() != unet_patcher_->patcher_id()},
-              {"class_changed", patched.class_name() != unet_patcher_->class_name()},
-              {"patches_added", static_cast<std::int64_t>(patched.patch_count()) -
-                                    static_cast<std::int64_t>(unet_patcher_->patch_count())},
-              {"uuid_changed", patched.patches_uuid() != unet_patcher_->patches_uuid()},
-              {"original_patch_count", unet_patcher_->patch_count()},
-              {"modified_patch_count", patched.patch_count()}}},
-            {"weights", weight_changes(before, fingerprint(*denoiser_))},
-            {"patches",
-             {{"total_patched_keys", keys.size()},
-              {"targeted_keys", keys},
-              {"patch_details", details}}},
-            {"key_mapping",
-             {{"lora_modules", mapping.lora_modules},
-              {"lora_tensors", lora.tensors},
-              {"mapped_keys", keys.size()},
-              {"lora_keys_not_loaded", mapping.not_loaded},
-              {"not_loaded_count", mapping.not_loaded.size()},
-              {"architecture_fits", !keys.empty() && mapping.not_loaded.empty()}}},
-            {"placement",
-             {{"original_device", bu["device"]},
-              {"modified_device", modified["unet"]["device"]},
-              {"model_device_changed", bu["device"] != modified["unet"]["device"]},
-              {"load_device_changed", bu["load_device"] != modified["unet"]["load_device"]},
-              {"offload_device_changed",
-               bu["offload_device"] != modified["unet"]["offload_device"]},
-              {"clip_model_device", baseline["clip"]["device"]},
-              {"clip_patcher_load_device", clip_patcher_->load_device()},
-              {"clip_patcher_offload_device", clip_patcher_->offload_device()}}}};
-        s.attach({"lora_application", name, std::move(report)});
+        obs.unet_after = patched.snapshot();
+        obs.unet_after.parameters = snapshot_weights(*denoiser_, unet_class, true).parameters;
+        obs.clip_after = clip_patcher_->snapshot();
+        obs.unet_patcher = &patched;
+        obs.clip_patcher = &*clip_patcher_;
+        obs.fit = fit;
+        obs.success = true;
+        obs.models_returned = 2;
+        s.attach(lora_application_attachment(obs));
       }
       unet_patcher_.emplace(std::move(patched));
     });
@@ -308,7 +251,7 @@ class ReferencePipeline {
   void sample() {
     phase(StepKind::kSampling, "sampling", [&](Step& s) {
       SampleRequest r;
-      r.denoiser = &unet_patcher_->weights();
+      r.denoiser = denoiser_.get();
       r.preset = &p_;
       r.positive = positive_;
       r.negative = negative_;
@@ -393,6 +336,7 @@ class ReferencePipeline {
   bool video_;
   int steps_;
   std::shared_ptr<Weights> text_, denoiser_;
+  std::filesystem::path denoiser_file_;
   Weights vae_;
   std::optional<ModelPatcher> clip_patcher_, unet_patcher_;
   at::Tensor positive_, negative_, init_latent_, latent_, pixels_;

@@ -68,26 +68,27 @@ TorchTensorView to_view(const at::Tensor& tensor) {
 }
 
 #ifdef GENSCOPE_TORCH_HAS_MODEL_SNAPSHOT
+ParameterInfo parameter_info(const at::Tensor& t, bool hash) {
+  ParameterInfo p;
+  p.shape.assign(t.sizes().begin(), t.sizes().end());
+  p.dtype = to_dtype(t.scalar_type()).value_or(DType::kU8);
+  p.device = t.device().str();
+  p.bytes = static_cast<std::uint64_t>(t.numel()) * t.element_size();
+  if (hash) {
+    at::Tensor c = t.detach().to(at::kCPU).contiguous();
+    p.content_hash = XXH3_64bits(c.data_ptr(), p.bytes);
+  }
+  return p;
+}
+
 ModelSnapshot snapshot_module(const torch::nn::Module& module, std::string class_name, bool hash) {
   ModelSnapshot s;
   char id[32];
   std::snprintf(id, sizeof id, "%p", static_cast<const void*>(&module));
   s.id = id;
   s.class_name = class_name.empty() ? module.name() : std::move(class_name);
-  auto add = [&](const std::string& key, const at::Tensor& t) {
-    ParameterInfo p;
-    p.shape.assign(t.sizes().begin(), t.sizes().end());
-    p.dtype = to_dtype(t.scalar_type()).value_or(DType::kU8);
-    p.device = t.device().str();
-    p.bytes = static_cast<std::uint64_t>(t.numel()) * t.element_size();
-    if (hash) {
-      at::Tensor c = t.detach().to(at::kCPU).contiguous();
-      p.content_hash = XXH3_64bits(c.data_ptr(), p.bytes);
-    }
-    s.parameters[key] = std::move(p);
-  };
-  for (const auto& item : module.named_parameters(/*recurse=*/true)) add(item.key(), item.value());
-  for (const auto& item : module.named_buffers(/*recurse=*/true)) add(item.key(), item.value());
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) s.parameters[item.key()] = parameter_info(item.value(), hash);
+  for (const auto& item : module.named_buffers(/*recurse=*/true)) s.parameters[item.key()] = parameter_info(item.value(), hash);
   if (!s.parameters.empty()) s.device = s.parameters.begin()->second.device;
   s.load_device = s.device;
   s.offload_device = "cpu";

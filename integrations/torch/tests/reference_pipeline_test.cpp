@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -64,10 +66,11 @@ const Attachment* find_attachment(const StepRecord& s, const std::string& type,
   return nullptr;
 }
 
-std::set<std::string> as_set(const nlohmann::json& array) {
-  std::set<std::string> out;
-  for (const auto& v : array) out.insert(v.get<std::string>());
-  return out;
+// "diffusion_model.a.b.weight" -> "lora_unet_a_b", as kohya names the module.
+std::string kohya_name(const std::string& key) {
+  std::string k = key.substr(16, key.size() - 16 - 7);
+  for (char& c : k) c = c == '.' ? '_' : c;
+  return "lora_unet_" + k;
 }
 
 }  // namespace
@@ -143,7 +146,7 @@ TEST(ReferencePipeline, ReportCuratesEveryAttachment) {
                                           "usage_statistics"}));
   const std::string report = genscope::render_console(r.run, {.plain = true});
   for (const char* heading :
-       {"COMPONENT \"dit\"", "LORA APPLICATION \"lora_dit\": applied", "MODEL STATE \"models\"",
+       {"COMPONENT \"dit\"", "LORA APPLICATION \"lora_dit.safetensors\": applied", "MODEL STATE \"models\"",
         "TEXT \"positive prompt\"", "TENSOR \"positive conditioning\" (conditioning)",
         "LATENT \"initial latent\": Video latent (B,C,T,H,W)", "Strategy used: emergency_zeros",
         "OUTPUTS \"images\": 9 file(s)", "MODEL USAGE STATISTICS (this run)",
@@ -202,20 +205,55 @@ TEST(ReferencePipeline, LoraStrengthZeroIsBitIdenticalAndOneChangesExactlyTarget
   const Attachment* a1 = find_attachment(step(r1.run, "lora_application"), "lora_application");
   ASSERT_NE(a0, nullptr);
   ASSERT_NE(a1, nullptr);
-  const auto targets = as_set(a1->data["patches"]["targeted_keys"]);
+  // genscope's lora_application_report (schema genscope.lora_application/1).
+  EXPECT_EQ(a1->data["schema"], "genscope.lora_application/1");
+  std::set<std::string> targets;
+  for (const auto& [key, detail] : a1->data["unet_lora_patches"]["patch_details"].items()) {
+    targets.insert(key);
+    EXPECT_EQ(detail["patch_type"], "lora") << key;
+    EXPECT_EQ(detail["module"], kohya_name(key)) << key;
+  }
   EXPECT_GT(targets.size(), 0u);
   for (const std::string& k : targets) {
     EXPECT_TRUE(k.find(".attn1.to_") != std::string::npos ||
                 k.find(".attn2.to_") != std::string::npos)
         << k;
   }
-  EXPECT_EQ(a0->data["patches"]["total_patched_keys"].get<std::size_t>(), targets.size());
-  EXPECT_TRUE(a0->data["weights"]["keys_changed"].empty());
-  EXPECT_EQ(as_set(a1->data["weights"]["keys_changed"]), targets);
-  EXPECT_TRUE(a1->data["identity"]["model_cloned"].get<bool>());
-  EXPECT_TRUE(a1->data["identity"]["uuid_changed"].get<bool>());
-  EXPECT_EQ(a1->data["key_mapping"]["not_loaded_count"].get<int>(), 0);
+  EXPECT_EQ(a0->data["unet_lora_patches"]["total_patched_keys"].get<std::size_t>(), targets.size());
+  // Strength 0 adds the patches (ComfyUI does) but W + 0·ΔW leaves every value as it was.
+  EXPECT_EQ(a0->data["unet_weight_changes"]["values_changed"].get<int>(), 0);
+  std::set<std::string> changed;
+  for (const auto& [key, change] : a1->data["unet_weight_changes"]["changes"].items()) {
+    if (change["value_changed"] == true) changed.insert(key);
+  }
+  EXPECT_EQ(changed, targets);
+  EXPECT_TRUE(a1->data["unet_changes"]["model_cloned"].get<bool>());
+  EXPECT_TRUE(a1->data["unet_changes"]["uuid_changed"].get<bool>());
+  EXPECT_EQ(a1->data["unet_changes"]["patches_added"].get<std::size_t>(), targets.size());
+  EXPECT_EQ(a1->data["fit"]["lora_key_not_loaded_count"].get<int>(), 0);
+  EXPECT_EQ(a1->data["fit"]["not_loaded_count"].get<int>(), 0);
+  EXPECT_EQ(a1->data["fit"]["matched_count"].get<std::size_t>(), targets.size());
+  EXPECT_TRUE(a1->data["fit"]["fits"].get<bool>());
   EXPECT_NE(r0.output_hash, r1.output_hash);
+}
+
+// The first run on an empty cache generates the LoRA file inside the lora_application step;
+// the report's baseline describes that file (it once said file_exists: false, having looked
+// before the file was written).
+TEST(ReferencePipeline, FirstRunOnAnEmptyCacheRecordsTheLoraFile) {
+  DemoOptions o = tiny("lora_fresh_cache");
+  o.cache_dir = scratch() / ("fresh-cache-" + std::to_string(::getpid()));
+  fs::remove_all(o.cache_dir);
+  const DemoResult r = run_pipeline(o);
+  const Attachment* a = find_attachment(step(r.run, "lora_application"), "lora_application");
+  ASSERT_NE(a, nullptr);
+  const auto& file = a->data["baseline"]["lora_file"];
+  const fs::path path = file["path"].get<std::string>();
+  EXPECT_EQ(path.parent_path(), genscope::reference_cache_dir(o));
+  ASSERT_TRUE(fs::is_regular_file(path));
+  EXPECT_TRUE(file["file_exists"].get<bool>());
+  EXPECT_EQ(file["file_size_bytes"].get<std::uint64_t>(), fs::file_size(path));
+  fs::remove_all(o.cache_dir);
 }
 
 TEST(ReferencePipeline, TinyImageToVideo) {

@@ -46,6 +46,9 @@ std::optional<DType> to_dtype(at::ScalarType type) noexcept;
 TorchTensorView to_view(const at::Tensor& tensor);
 
 #ifdef GENSCOPE_TORCH_HAS_MODEL_SNAPSHOT
+/// The parameter-table entry of one tensor (shape, dtype, device, bytes; XXH3 content hash
+/// of a host copy when `hash`).
+ParameterInfo parameter_info(const at::Tensor& tensor, bool hash = false);
 /// Snapshot of a module's parameters and buffers (state-dict keys, shapes, dtypes, devices;
 /// XXH3 content hashes of host copies when `hash`).
 ModelSnapshot snapshot_module(const torch::nn::Module& module, std::string class_name = {},
