@@ -11,6 +11,10 @@ if(NOT EXISTS "${GENSCOPE_DEPS_ROOT}/MANIFEST" OR NOT EXISTS "${GENSCOPE_DEPS_RO
                       "scripts/gpu-deps (no MANIFEST or usr/ in ${GENSCOPE_DEPS_ROOT})")
 endif()
 list(PREPEND CMAKE_PREFIX_PATH "${GENSCOPE_DEPS_ROOT}/usr")
+# Debian's OpenBLAS lives in its own folder (the alternatives link in lib/<arch> is not part of
+# the package): FindBLAS looks there.
+file(GLOB GENSCOPE_DEPS_OPENBLAS_DIRS "${GENSCOPE_DEPS_ROOT}/usr/lib/*/openblas-openmp")
+list(PREPEND CMAKE_LIBRARY_PATH ${GENSCOPE_DEPS_OPENBLAS_DIRS})
 if(EXISTS "${GENSCOPE_DEPS_ROOT}/usr/bin/pkg-config")
   set(PKG_CONFIG_EXECUTABLE "${GENSCOPE_DEPS_ROOT}/usr/bin/pkg-config" CACHE FILEPATH
       "pkg-config of GENSCOPE_DEPS_PREFIX")
