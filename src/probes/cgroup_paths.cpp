@@ -109,8 +109,12 @@ std::optional<std::string> cgroup_directory(const CgroupMount& mount, std::strin
     if (path.size() > root.size() && path[root.size()] != '/') return std::nullopt;
     path.remove_prefix(root.size());
   }
-  // Never climb out of the mount: a ".." component is refused.
+  // Never climb out of the mount: a ".." component is refused (in the path, and in a mount
+  // point, which the kernel never writes with one: malformed mountinfo).
   for (std::string_view part : split(path, '/')) {
+    if (part == "..") return std::nullopt;
+  }
+  for (std::string_view part : split(mount.mount_point, '/')) {
     if (part == "..") return std::nullopt;
   }
   std::string out = mount.mount_point;

@@ -153,6 +153,8 @@ TEST(CgroupPaths, OwnCgroupAndMountFromProcFiles) {
   EXPECT_EQ(detail::cgroup_directory(*v2, "/sub/x"), "/sys/fs/cgroup/uni fied/x");
   EXPECT_EQ(detail::cgroup_directory(*v2, "/other"), std::nullopt);   // outside the mount
   EXPECT_EQ(detail::cgroup_directory(*v1, "/a/../../etc"), std::nullopt);
+  // A mount point with a ".." component (malformed mountinfo; found by proc_parse_fuzz).
+  EXPECT_EQ(detail::cgroup_directory(detail::CgroupMount{"/", "/sys/fs/../x"}, "/a"), std::nullopt);
   EXPECT_EQ(detail::parse_cgroup_mount("1 2 3:4 / /x rw - cgroup\n", 1), std::nullopt);  // cut
 }
 
