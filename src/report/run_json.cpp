@@ -146,7 +146,18 @@ std::int64_t get_int(const json& j, const char* key, const std::string& path, st
   const json* v = member(j, key);
   if (v == nullptr || v->is_null()) return def;
   if (!v->is_number()) invalid(path + "." + key, "expected a number");
-  return v->is_number_float() ? static_cast<std::int64_t>(v->get<double>()) : v->get<std::int64_t>();
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    // [-2^63, 2^63): what converts to int64 without undefined behaviour.
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+      invalid(path + "." + key, "number out of the 64-bit integer range");
+    }
+    return static_cast<std::int64_t>(d);
+  }
+  if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+    invalid(path + "." + key, "number out of the 64-bit integer range");
+  }
+  return v->get<std::int64_t>();
 }
 
 double get_double(const json& j, const char* key, const std::string& path) {

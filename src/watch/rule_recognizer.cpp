@@ -168,7 +168,7 @@ void RuleRecognizer::apply(const Rule& rule, const OutputLine& line, StepApplier
         return;
       }
       const auto pos = capture_number(rule, rule.position, groups);
-      if (!pos || *pos < 0) {
+      if (!pos || !(*pos >= 0 && *pos <= 9e18)) {
         applier.monitoring_error(source, "capture \"" + rule.position + "\" (position) is not a number");
         return;
       }

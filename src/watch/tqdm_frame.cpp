@@ -1,6 +1,8 @@
 // tqdm frame parser (format of tqdm/tqdm tqdm/std.py `tqdm.format_meter`, commit 000ba6fa).
 #include "watch/tqdm_frame.hpp"
 
+#include <cmath>
+
 #include "watch/text_scan.hpp"
 
 namespace genscope::watch {
@@ -33,7 +35,10 @@ std::optional<double> parse_scaled(std::string_view s, bool* integral) {
   const auto v = parse_number(s);
   if (!v) return std::nullopt;
   if (scale != 1 || s.find('.') != std::string_view::npos) *integral = false;
-  return *v * scale;
+  const double value = *v * scale;
+  // Counts are used as 64-bit integers: beyond 9e18 (a "999Y" total) it is no bar we count.
+  if (!std::isfinite(value) || value > 9e18) return std::nullopt;
+  return value;
 }
 
 // "[{elapsed}<{remaining}, {rate_fmt}{postfix}]" or "[{elapsed}, {rate_fmt}{postfix}]" at the

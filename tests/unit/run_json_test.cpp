@@ -84,6 +84,22 @@ TEST(RunJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(j["steps"][0]["iterations"]["inferred"], true);
 }
 
+TEST(RunJson, IntegersOutOfRangeAreNamedErrors) {
+  // Found by event_line_fuzz: a float beyond int64 was converted (undefined behaviour).
+  for (const nlohmann::json bad : {nlohmann::json(-2.2e41), nlohmann::json(9.3e18),
+                                   nlohmann::json(18446744073709551615ull)}) {
+    nlohmann::json j = to_json(sample_run());
+    j["steps"][0]["start_offset_ns"] = bad;
+    try {
+      run_from_json(j);
+      FAIL() << "accepted " << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.name(), "InvalidRunDocument");
+      EXPECT_NE(std::string(e.what()).find("64-bit integer range"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(RunJson, DocumentsWithoutAbsentProbesStillRead) {
   nlohmann::json j = to_json(sample_run());
   j.erase("absent_probes");  // written before the field existed

@@ -64,6 +64,15 @@ TEST(TqdmFrame, RejectsLinesThatOnlyLookAlike) {
   }
 }
 
+TEST(TqdmFrame, CountsBeyond64BitIntegersAreNoFrame) {
+  // Found by watch_output_fuzz: a Total progress bar of 7.8e44 steps was cast to long long.
+  EXPECT_FALSE(parse_tqdm_frame("Total progress: 50%|#| 1/777777777777777777777777777777777777777777777 [00:01<00:01,  1.0it/s]"));
+  EXPECT_FALSE(parse_tqdm_frame(" 50%|#| 1/999Y [00:01<00:01,  1.0it/s]"));
+  const auto f = parse_tqdm_frame(" 50%|#| 1.5G/3.0G [00:01<00:01,  1.5GB/s]");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(*f->total, 3e9);
+}
+
 TEST(TqdmKind, ComesFromTheDesc) {
   EXPECT_EQ(tqdm_kind_for_desc("", true), StepKind::kSampling);
   EXPECT_EQ(tqdm_kind_for_desc("Sampling", true), StepKind::kSampling);
