@@ -17,6 +17,18 @@ struct CommandContext {
   std::vector<std::string> program;
 };
 
+/// Parses argv with `app` and runs the chosen subcommand's callback: the process exit code
+/// (CLI11's for usage errors, 2 with "genscope: error [Name]: ..." for genscope::Error).
+int parse_and_run(CLI::App& app, CommandContext& context, int argc, char** argv);
+
+/// `genscope demo`'s one-line description (the subcommand lives in the genscope-demo program).
+inline constexpr const char* kDemoDescription =
+    "Run the reference latent-diffusion pipeline (seeded random weights) under the monitor";
+/// Replaces this process with the genscope-demo program next to this one (LibTorch is loaded
+/// only there, so the other commands start in milliseconds). Returns only on failure: 2, with
+/// the error printed.
+int exec_demo_program(char** argv);
+
 void register_report_command(CLI::App& app, CommandContext& context);
 void register_probe_command(CLI::App& app, CommandContext& context);
 /// `genscope compare A B`: per-step comparison of runs (files, history ids, label selectors).
@@ -27,7 +39,7 @@ void register_history_command(CLI::App& app, CommandContext& context);
 void register_validate_command(CLI::App& app, CommandContext& context);
 void register_tensor_command(CLI::App& app, CommandContext& context);
 /// `genscope demo`: the reference pipeline (tools/genscope/demo_command.cpp; needs
-/// genscope::torch, so only registered when GENSCOPE_HAVE_TORCH).
+/// genscope::torch, so it is registered only in the genscope-demo program).
 void register_demo_command(CLI::App& app, CommandContext& context);
 /// `genscope model diff A B [--json]` (tools/genscope/model_command.cpp).
 void register_model_command(CLI::App& app, CommandContext& context);

@@ -30,9 +30,7 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
     ExportOptions exports;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand(
-      "demo",
-      "Run the reference latent-diffusion pipeline (seeded random weights) under the monitor");
+  CLI::App* cmd = app.add_subcommand("demo", kDemoDescription);
   cmd->add_option("--mode", args->options.mode, "t2i (UNet, Euler) or i2v (DiT, flow matching)")
       ->check(CLI::IsMember({"t2i", "i2v"}));
   cmd->add_option("--preset", args->options.preset, "tiny, small or large")

@@ -1,10 +1,7 @@
 // genscope: the command-line entry point. Each subcommand lives in its own file.
-#include <cstdio>
-#include <iostream>
 #include <string_view>
 
 #include "command.hpp"
-#include "genscope/error.hpp"
 #include "genscope/version.hpp"
 
 int main(int argc, char** argv) {
@@ -23,7 +20,9 @@ int main(int argc, char** argv) {
   genscope::cli::register_run_command(app, context);
   genscope::cli::register_watch_command(app, context);
 #ifdef GENSCOPE_HAVE_TORCH
-  genscope::cli::register_demo_command(app, context);
+  // Listed here; run by the genscope-demo program (see demo_exec.cpp).
+  if (argc > 1 && std::string_view(argv[1]) == "demo") return genscope::cli::exec_demo_program(argv);
+  app.add_subcommand("demo", genscope::cli::kDemoDescription);
 #endif
   // `genscope run [OPTIONS] -- CMD ...`: CMD and its arguments are not genscope's to parse.
   if (argc > 2 && std::string_view(argv[1]) == "run") {
@@ -34,16 +33,5 @@ int main(int argc, char** argv) {
       break;
     }
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const genscope::Error& e) {
-    std::cerr << "genscope: error [" << e.name() << "]: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "genscope: error: " << e.what() << "\n";
-    return 2;
-  }
-  return context.exit_code;
+  return genscope::cli::parse_and_run(app, context, argc, argv);
 }
