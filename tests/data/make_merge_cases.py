@@ -25,7 +25,6 @@ OUTDIR/cases.json lists the cases:
 """
 import json
 import os
-import struct
 import sys
 
 import numpy as np
@@ -33,6 +32,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import comfy_rules  # noqa: E402
 import layouts  # noqa: E402
+from make_models import write_safetensors_raw  # noqa: E402
 
 F32_EPS = float(np.finfo(np.float32).eps)
 
@@ -68,19 +68,7 @@ class T:
 
 
 def write(path, tensors):
-    header, blobs, off = {}, [], 0
-    for name, t in tensors.items():
-        data = t.data()
-        header[name] = {"dtype": t.dtype, "shape": list(t.value.shape), "data_offsets": [off, off + len(data)]}
-        blobs.append(data)
-        off += len(data)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
+    write_safetensors_raw(path, {name: (t.dtype, t.value.shape, t.data()) for name, t in tensors.items()})
 
 
 # ------------------------------------------------ ComfyUI calculate_weight, in float64 ----

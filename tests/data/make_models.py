@@ -37,17 +37,13 @@ class BF16:
         self.bits = bits
 
 
-def write_safetensors(path, tensors, metadata=None):
+def write_safetensors_raw(path, entries, metadata=None):
+    """Writes a safetensors file from name -> (dtype name, shape, little-endian bytes)."""
     header, blobs, off = {}, [], 0
     if metadata:
         header["__metadata__"] = metadata
-    for name, arr in tensors.items():
-        if isinstance(arr, BF16):
-            dtype, data, shape = "BF16", arr.bits.tobytes(), list(arr.bits.shape)
-        else:
-            dtype = {np.float32: "F32", np.float16: "F16", np.int64: "I64"}[arr.dtype.type]
-            data, shape = np.ascontiguousarray(arr).tobytes(), list(arr.shape)
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(data)]}
+    for name, (dtype, shape, data) in entries.items():
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(data)]}
         blobs.append(data)
         off += len(data)
     h = json.dumps(header, separators=(",", ":")).encode()
@@ -57,6 +53,17 @@ def write_safetensors(path, tensors, metadata=None):
         f.write(h)
         for b in blobs:
             f.write(b)
+
+
+def write_safetensors(path, tensors, metadata=None):
+    entries = {}
+    for name, arr in tensors.items():
+        if isinstance(arr, BF16):
+            entries[name] = ("BF16", arr.bits.shape, arr.bits.tobytes())
+        else:
+            dtype = {np.float32: "F32", np.float16: "F16", np.int64: "I64"}[arr.dtype.type]
+            entries[name] = (dtype, arr.shape, np.ascontiguousarray(arr).tobytes())
+    write_safetensors_raw(path, entries, metadata)
 
 
 def as_f32(arr):

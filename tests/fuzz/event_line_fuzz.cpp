@@ -6,27 +6,12 @@
 #include <cstdlib>
 #include <string>
 
+#include "quiet_monitor.hpp"
 #include "genscope/error.hpp"
 #include "genscope/monitor.hpp"
 #include "genscope/run_json.hpp"
 #include "genscope/watch.hpp"
 #include "watch/event_codec.hpp"
-
-namespace {
-
-genscope::Monitor& monitor() {
-  static genscope::Monitor m([] {
-    genscope::MonitorOptions o;
-    o.process_probe = false;
-    o.system_probe = false;
-    o.nvml_probe = false;
-    o.sampler = false;
-    return o;
-  }());
-  return m;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace genscope;
@@ -34,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::size_t lines = 0;
   std::size_t malformed = 0;
   {
-    WatchSession session(monitor(), {});
+    WatchSession session(fuzz::quiet_monitor(), {});
     std::int64_t ts = 1'000'000'000;
     std::size_t start = 0;
     while (start <= text.size()) {

@@ -6,28 +6,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "quiet_monitor.hpp"
 #include "genscope/error.hpp"
 #include "genscope/monitor.hpp"
 #include "watch/recognizer.hpp"
 #include "watch/rule_file.hpp"
 #include "watch/rule_recognizer.hpp"
 #include "watch/step_applier.hpp"
-
-namespace {
-
-genscope::Monitor& monitor() {
-  static genscope::Monitor m([] {
-    genscope::MonitorOptions o;
-    o.process_probe = false;
-    o.system_probe = false;
-    o.nvml_probe = false;
-    o.sampler = false;
-    return o;
-  }());
-  return m;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace genscope;
@@ -43,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     watch::RuleRecognizer rules(std::move(file));
     WatchOptions options;
     WatchStats stats;
-    watch::StepApplier applier(monitor(), options, stats);
+    watch::StepApplier applier(fuzz::quiet_monitor(), options, stats);
     std::int64_t ts = 1'000'000'000;
     for (const std::string_view line : {std::string_view("Loading model x"), std::string_view("step 3/10"),
                                         std::string_view("ERROR: boom"), std::string_view(text)}) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <string>
 
+#include "quiet_monitor.hpp"
 #include "genscope/monitor.hpp"
 #include "genscope/watch.hpp"
 
@@ -32,18 +33,6 @@ std::filesystem::path rule_file() {
   return path;
 }
 
-genscope::Monitor& monitor() {
-  static genscope::Monitor m([] {
-    genscope::MonitorOptions o;
-    o.process_probe = false;
-    o.system_probe = false;
-    o.nvml_probe = false;
-    o.sampler = false;
-    return o;
-  }());
-  return m;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -61,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   };
   {
-    WatchSession session(monitor(), options);
+    WatchSession session(fuzz::quiet_monitor(), options);
     std::int64_t ts = 1'000'000'000;
     std::size_t pos = 0;
     unsigned state = mode;
