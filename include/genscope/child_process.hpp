@@ -38,7 +38,8 @@ struct ChildOptions {
   /// when genscope exits. For callers that write nothing to stdout themselves.
   bool release_stdout = true;
   /// After the program exited, how long output from descendants that still hold its pipes
-  /// keeps being passed on once it goes quiet.
+  /// keeps being passed on once it goes quiet, and (with adopt_orphans) how long adopted
+  /// descendants that outlive it are waited for, to be reaped.
   std::chrono::milliseconds drain_quiet{500};
 };
 

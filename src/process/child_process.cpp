@@ -393,6 +393,14 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
     }
   };
 
+  // True while this process has children, reaping those already waitable.
+  auto children_left = [&] {
+    siginfo_t info{};
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;  // ECHILD
+    if (info.si_pid != 0) reap();
+    return true;
+  };
+
   for (;;) {
     pollfd fds[4];
     int count = 0;
@@ -407,8 +415,11 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
     }
     const std::int64_t now = steady_ns();
     if (exited) {
-      if (count == 1) break;  // every stream closed
-      if (now - last_data_ns >= quiet_ns) break;  // descendants hold the pipes: stop waiting
+      // Every stream closed: done, unless adopted descendants are still ours. A process
+      // closes its files a moment before it becomes waitable, so one that ended the output
+      // may not be reaped yet; such descendants are waited for within the same window.
+      if (count == 1 && !(m.options.adopt_orphans && children_left())) break;
+      if (now - last_data_ns >= quiet_ns) break;  // descendants hold on: stop waiting
     }
     std::int64_t wait_ns = next_tick - now;
     if (exited) wait_ns = std::min(wait_ns, last_data_ns + quiet_ns - now);
