@@ -3,7 +3,8 @@
 // bytes) and returns; one thread of its own calls the wrapped observer (a WatchSession feed) in
 // the same order. So the program's output never waits for line matching: when the analysis
 // cannot keep up and the queue holds `capacity_bytes`, further output is passed through but
-// not analysed, and counted (dropped_bytes()).
+// not analysed, and counted (dropped_bytes()). The delivery thread runs at nice 10: where
+// the program, the pass-through and the analysis compete for a core, the analysis yields.
 //
 // Example:
 //   RunObserver feed(session, tree);                 // calls the WatchSession

@@ -5,6 +5,9 @@
 // bounded by twice the capacity); ticks are only queued when nothing else waits.
 #include "genscope/buffered_observer.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -12,6 +15,10 @@
 #include <vector>
 
 namespace genscope {
+
+// The delivery thread's nice value: weight 110 against a normal thread's 1024, so it still
+// gets about a tenth of a core that the program keeps busy.
+constexpr int kAnalysisNice = 10;
 
 struct BufferedObserver::State {
   enum class Kind { kOutput, kEventLine, kReaped, kSignal, kTick };
@@ -86,6 +93,9 @@ struct BufferedObserver::State {
   }
 
   void loop() {
+    // Analysis yields to the program and to the pass-through when they compete for a core
+    // (the times of events are taken when they are read, not here).
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kAnalysisNice);
     std::unique_lock lock(mutex);
     for (;;) {
       cv.wait(lock, [&] { return stop || !queue.empty(); });

@@ -20,6 +20,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -68,6 +69,40 @@ bool write_all(int fd, const char* data, std::size_t size) {
     size -= static_cast<std::size_t>(n);
   }
   return true;
+}
+
+bool is_pipe(int fd) {
+  struct stat st{};
+  return ::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+struct TeeResult {
+  std::size_t bytes = 0;  ///< duplicated onto `out` (0: `in` is at its end)
+  int failed = 0;         ///< errno of a failure (EINVAL: not two pipes; EPIPE: no reader)
+};
+
+// tee(2) of up to `size` bytes from pipe `in` to pipe `out`, waiting while `out` is full.
+TeeResult tee_some(int in, int out, std::size_t size) {
+  for (;;) {
+    const ssize_t n = ::tee(in, out, size, 0);
+    if (n >= 0) return {static_cast<std::size_t>(n), 0};
+    if (errno != EAGAIN) return {0, errno};
+    pollfd p{out, POLLOUT, 0};  // a non-blocking stdout we inherited: wait until it drains
+    ::poll(&p, 1, -1);
+  }
+}
+
+// One read(); with `exact`, as many as it takes to get `size` bytes known to be waiting.
+ssize_t read_some(int fd, char* data, std::size_t size, bool exact) {
+  if (!exact) return ::read(fd, data, size);
+  std::size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::read(fd, data + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  return static_cast<ssize_t>(got);
 }
 
 double own_hwm_bytes() {
@@ -341,9 +376,29 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
     }
   };
 
+  // Where CMD's stream and ours are both pipes, tee(2) passes the bytes on without copying
+  // them through this process; read() then takes exactly those bytes for the observer.
+  bool tee_to[3] = {false, !m.options.pty && is_pipe(1), !m.options.pty && is_pipe(2)};
+
   // Reads what one source has; false at its end (EOF; EIO on a pty whose slave closed).
   auto pump = [&](detail::Fd& source, int stream) -> bool {
-    const ssize_t n = ::read(source.get(), m.buffer.data(), m.buffer.size());
+    bool& broken = stream == 1 ? m.stdout_broken : m.stderr_broken;
+    bool passed = false;  // the bytes read below are already on our stream
+    std::size_t want = m.buffer.size();
+    if (stream != 0 && tee_to[stream] && !broken) {
+      const TeeResult t = tee_some(source.get(), stream, want);
+      if (t.failed == EINVAL) {
+        tee_to[stream] = false;  // not a pipe after all: copy
+      } else if (t.failed == EPIPE) {
+        broken = true;  // our reader went away: handled as a failed write below
+      } else if (t.failed != 0) {
+        return true;  // EINTR: poll again
+      } else if (t.bytes > 0) {
+        passed = true;
+        want = t.bytes;
+      }
+    }
+    const ssize_t n = read_some(source.get(), m.buffer.data(), want, passed);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
     const std::int64_t now = steady_ns();
     if (n <= 0) {
@@ -364,8 +419,7 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
       deliver_events(bytes, now, false);
       return true;
     }
-    bool& broken = stream == 1 ? m.stdout_broken : m.stderr_broken;
-    if (!broken && !write_all(stream, bytes.data(), bytes.size())) {
+    if (broken || (!passed && !write_all(stream, bytes.data(), bytes.size()))) {
       // Our reader went away (EPIPE): close CMD's pipe so that CMD learns it on its next
       // write (SIGPIPE/EPIPE), as it would without genscope in between.
       broken = true;

@@ -64,7 +64,7 @@ void AnchorFilter::add(std::string_view anchor, unsigned bit) {
 
 std::uint64_t AnchorFilter::match(std::string_view line) const noexcept {
   std::uint64_t found = 0;
-  if (line.size() < 2) return 0;
+  if (line.size() < 2 || anchors_.empty()) return 0;
   const auto* p = reinterpret_cast<const unsigned char*>(line.data());
   const std::size_t n = line.size();
   for (std::size_t i = 0; i + 1 < n; ++i) {
