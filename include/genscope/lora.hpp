@@ -122,10 +122,8 @@ class LoraFile {
 
  private:
   LoraFile(std::filesystem::path path, SafetensorsFile file);
-  const SafetensorsEntry& entry(const std::string& key) const;
   std::filesystem::path path_;
   SafetensorsFile file_;
-  std::unordered_map<std::string_view, const SafetensorsEntry*> by_name_;  ///< Hashed lookup.
   std::vector<LoraModule> modules_;
   std::vector<std::string> unknown_keys_;
   ModelArch arch_ = ModelArch::kUnknown;

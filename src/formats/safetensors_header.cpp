@@ -72,7 +72,10 @@ class HeaderHandler {
           if (out_.has_metadata) note_duplicate(k);
           out_.has_metadata = true;
         } else {
-          out_.entries.emplace_back().name = k;
+          // The name moves to its entry; the frame keeps only that this key is a tensor's.
+          out_.entries.emplace_back().name = std::move(k);
+          f.key.clear();
+          return true;
         }
         break;
       case Ctx::kTensor: {

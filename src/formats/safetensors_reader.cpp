@@ -143,12 +143,14 @@ void SafetensorsFile::Impl::validate() {
                                        : !r.dtype_is_string ? ": dtype is not a string"
                                                             : ": unknown dtype " + tick(r.dtype)));
     }
-    out[i].name = r.name;
     out[i].dtype = *dtype;
   }
-  for (const auto& r : raw.entries) {
+  // Names and shapes move to the entries; the messages below name out[i].
+  for (std::size_t i = 0; i < raw.entries.size(); ++i) out[i].name = std::move(raw.entries[i].name);
+  for (std::size_t i = 0; i < raw.entries.size(); ++i) {
+    const auto& r = raw.entries[i];
     if (!r.has_shape || !r.shape_ok) {
-      throw Error("InvalidShape", "tensor " + tick(r.name) +
+      throw Error("InvalidShape", "tensor " + tick(out[i].name) +
                                       (!r.has_shape ? ": shape missing"
                                                     : ": shape is not an array of integers "
                                                       "in [0, 2^63)"));
@@ -159,23 +161,23 @@ void SafetensorsFile::Impl::validate() {
     auto size = checked_nbytes(raw.entries[i].shape, dtype_size(out[i].dtype));
     if (!size) {
       throw Error("SizeOverflow",
-                  "tensor " + tick(raw.entries[i].name) + ": shape x dtype size overflows");
+                  "tensor " + tick(out[i].name) + ": shape x dtype size overflows");
     }
     nbytes[i] = *size;
-    out[i].shape = raw.entries[i].shape;
+    out[i].shape = std::move(raw.entries[i].shape);
   }
   for (std::size_t i = 0; i < raw.entries.size(); ++i) {
     const auto& r = raw.entries[i];
     if (!r.has_offsets || !r.offsets_ok || r.offsets.size() != 2) {
       throw Error("InvalidOffset",
-                  "tensor " + tick(r.name) +
+                  "tensor " + tick(out[i].name) +
                       (!r.has_offsets ? ": data_offsets missing"
                                       : ": data_offsets is not two unsigned integers"));
     }
     out[i].begin = r.offsets[0];
     out[i].end = r.offsets[1];
     if (out[i].begin > out[i].end) {
-      throw Error("InvalidOffset", "tensor " + tick(r.name) + ": data_offsets " +
+      throw Error("InvalidOffset", "tensor " + tick(out[i].name) + ": data_offsets " +
                                        offsets_text(out[i]) + " begin after end");
     }
   }

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string_view>
 
@@ -14,6 +15,10 @@ inline std::optional<std::size_t> find_invalid_utf8(std::string_view text) noexc
   const std::size_t n = text.size();
   std::size_t i = 0;
   while (i < n) {
+    // ASCII runs (all of a typical header) eight bytes at a time.
+    std::uint64_t word;
+    while (i + 8 <= n && (std::memcpy(&word, s + i, 8), (word & 0x8080808080808080ULL) == 0)) i += 8;
+    if (i == n) break;
     const unsigned char c = s[i];
     if (c < 0x80) {
       ++i;

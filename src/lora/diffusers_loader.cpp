@@ -24,6 +24,7 @@
 // diffusers): Flux xlabs / BFL control / fal kontext / "lora_transformer_" mixtures.
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -63,63 +64,58 @@ struct Key {
 
 struct Conversion {
   std::vector<Key> keys;
-  std::set<std::string_view> consumed;  // alphas folded into the weights or network_alphas
+  std::vector<std::string_view> consumed;  // alphas folded into the weights or network_alphas
   std::optional<std::pair<std::string, std::string>> error;  // (python exception, message)
 };
 
 // ---- SD / SDXL --------------------------------------------------------------------------
 
 // _maybe_map_sgm_blocks_to_diffusers (delimiter "_", block_slice_pos 5), one kohya key.
-std::optional<std::string> sgm_to_diffusers(const std::string& key, int layers_per_block) {
-  std::vector<std::string> parts;
+std::optional<std::string> sgm_to_diffusers(std::string_view key, int layers_per_block) {
+  std::vector<std::string_view> parts;
   for (std::size_t a = 0, b; a <= key.size(); a = b + 1) {
     b = key.find('_', a);
-    if (b == std::string::npos) b = key.size();
+    if (b == std::string_view::npos) b = key.size();
     parts.push_back(key.substr(a, b - a));
   }
   if (parts.size() < 7) return std::nullopt;
-  const auto num = [](const std::string& s) -> std::optional<int> {
+  const auto num = [](std::string_view s) -> std::optional<int> {
     if (s.empty() || !std::all_of(s.begin(), s.end(), ::isdigit)) return std::nullopt;
-    return std::stoi(s);
+    return std::stoi(std::string(s));
   };
   const auto id = num(parts[4]);
   const auto inner = num(parts[5].substr(0, parts[5].find('.')));
   if (!id) return std::nullopt;
-  const auto join = [&](std::vector<std::string> head, std::size_t from) {
-    for (std::size_t i = from; i < parts.size(); ++i) head.push_back(parts[i]);
-    std::string out;
-    for (std::size_t i = 0; i < head.size(); ++i) out += (i ? "_" : "") + head[i];
+  // "_".join(split(delimiter)[:block_slice_pos - 1] + middle + parts[from:]).
+  const auto join = [&](std::initializer_list<std::string_view> middle, std::size_t from) {
+    std::string out(parts[0]);
+    for (std::size_t i = 1; i < 4; ++i) out.append("_").append(parts[i]);
+    for (std::string_view m : middle) out.append("_").append(m);
+    for (std::size_t i = from; i < parts.size(); ++i) out.append("_").append(parts[i]);
     return out;
   };
   static const std::array<const char*, 3> kInner{"resnets", "attentions", "upsamplers"};
-  const std::vector<std::string> head(parts.begin(), parts.begin() + 4);  // split(delimiter)[:block_slice_pos - 1]
   if (contains(key, "input_blocks")) {
     if (!inner) return std::nullopt;
     const int block = (*id - 1) / (layers_per_block + 1), layer = (*id - 1) % (layers_per_block + 1);
     const bool op = contains(key, "op");
-    std::vector<std::string> h = head;
-    h.insert(h.end(), {std::to_string(block), op ? "downsamplers" : kInner[std::min(*inner, 2)], op ? "0" : std::to_string(layer)});
-    return join(h, 6);
+    return join({std::to_string(block), op ? "downsamplers" : kInner[std::min(*inner, 2)], op ? "0" : std::to_string(layer)}, 6);
   }
   if (contains(key, "middle_block")) {
     if (*id > 2) return std::nullopt;
-    std::vector<std::string> h = head;
-    h.insert(h.end(), {*id == 1 ? "attentions" : "resnets", *id == 2 ? "1" : "0"});
-    return join(h, 5);
+    return join({*id == 1 ? "attentions" : "resnets", *id == 2 ? "1" : "0"}, 5);
   }
   if (contains(key, "output_blocks")) {
     if (!inner) return std::nullopt;
     const int block = *id / (layers_per_block + 1), layer = *id % (layers_per_block + 1);
-    std::vector<std::string> h = head;
-    h.insert(h.end(), {std::to_string(block), kInner[std::min(*inner, 2)], *inner < 2 ? std::to_string(layer) : "0"});
-    return join(h, 6);
+    return join({std::to_string(block), kInner[std::min(*inner, 2)], *inner < 2 ? std::to_string(layer) : "0"}, 6);
   }
   return std::nullopt;
 }
 
 // _convert_unet_lora_key.
-std::string unet_lora_key(const std::string& key) {
-  std::string d = key.substr(std::string_view("lora_unet_").size());
+std::string unet_lora_key(std::string_view key) {
+  std::string d(key.substr(std::string_view("lora_unet_").size()));
   std::replace(d.begin(), d.end(), '_', '.');
   for (const auto& [a, b] : std::initializer_list<std::pair<std::string_view, std::string_view>>{
            {"input.blocks", "down_blocks"}, {"down.blocks", "down_blocks"}, {"middle.block", "mid_block"},
@@ -152,8 +148,8 @@ std::string unet_lora_key(const std::string& key) {
 }
 
 // _convert_text_encoder_lora_key.
-std::string text_lora_key(const std::string& key, std::string_view prefix) {
-  std::string d = key.substr(prefix.size());
+std::string text_lora_key(std::string_view key, std::string_view prefix) {
+  std::string d(key.substr(prefix.size()));
   std::replace(d.begin(), d.end(), '_', '.');
   for (const auto& [a, b] : std::initializer_list<std::pair<std::string_view, std::string_view>>{
            {"text.model", "text_model"}, {"self.attn", "self_attn"}, {"q.proj.lora", "to_q_lora"},
@@ -180,6 +176,7 @@ Conversion convert_sd(const std::vector<std::string_view>& keys, const LoaderMod
   // (the module name): done once per module name.
   bool sgm = false, not_sgm = false;
   for (std::string_view k : keys) {
+    if (!contains(k, "block")) continue;  // in each name below
     if (contains(k, "input_blocks") || contains(k, "middle_block") || contains(k, "output_blocks")) {
       sgm = true;
     } else if (contains(k, "down_blocks") || contains(k, "mid_block") || contains(k, "up_blocks")) {
@@ -188,26 +185,33 @@ Conversion convert_sd(const std::vector<std::string_view>& keys, const LoaderMod
   }
   const int per_block = model.unet && !model.unet->num_res_blocks.empty() ? model.unet->num_res_blocks[0] : 2;
   std::unordered_map<std::string_view, std::optional<std::string>> renamed;  // module name -> new name
-  std::vector<std::pair<std::string, std::string_view>> sd;                  // renamed key, source
+  std::deque<std::string> renamed_keys;                                       // stable storage sd views
+  std::vector<std::pair<std::string_view, std::string_view>> sd;             // renamed key, source
   sd.reserve(keys.size());
+  std::string_view stem_seen;  // the keys of one module are adjacent: classify its name once
+  bool is_sgm = false;
   for (std::string_view k : keys) {
     const std::string_view stem = k.substr(0, k.find('.'));
-    const bool is_sgm = contains(stem, "input_blocks") || contains(stem, "middle_block") || contains(stem, "output_blocks");
+    if (stem != stem_seen) {
+      stem_seen = stem;
+      is_sgm = contains(stem, "block") &&
+               (contains(stem, "input_blocks") || contains(stem, "middle_block") || contains(stem, "output_blocks"));
+    }
     if (!is_sgm || contains(k, "text")) {
-      sd.emplace_back(std::string(k), k);
+      sd.emplace_back(k, k);
     } else if (sgm && not_sgm) {
       continue;  // both layouts: the sgm keys are dropped
     } else {
       auto [it, inserted] = renamed.try_emplace(stem);
-      if (inserted) it->second = sgm_to_diffusers(std::string(stem), per_block);
+      if (inserted) it->second = sgm_to_diffusers(stem, per_block);
       if (!it->second) {
         c.error = {"ValueError", "Checkpoint not supported because layer " + std::string(k) + " not supported."};
         return c;
       }
-      sd.emplace_back(*it->second + std::string(k.substr(stem.size())), k);
+      sd.emplace_back(renamed_keys.emplace_back(*it->second).append(k.substr(stem.size())), k);
     }
   }
-  std::unordered_map<std::string_view, std::size_t> at;  // views into sd's strings (no realloc after this)
+  std::unordered_map<std::string_view, std::size_t> at;  // renamed key -> index in sd
   at.reserve(sd.size());
   for (std::size_t i = 0; i < sd.size(); ++i) at.emplace(sd[i].first, i);
   // _convert_non_diffusers_lora_to_diffusers.
@@ -219,9 +223,9 @@ Conversion convert_sd(const std::vector<std::string_view>& keys, const LoaderMod
     return it == at.end() ? -1 : static_cast<long>(it->second);
   };
   for (std::size_t i = 0; i < sd.size(); ++i) {
-    const std::string& key = sd[i].first;
+    const std::string_view key = sd[i].first;
     if (!key.ends_with("lora_down.weight")) continue;
-    const std::string_view name = std::string_view(key).substr(0, key.find('.'));
+    const std::string_view name = key.substr(0, key.find('.'));
     const long up = find(name, ".lora_up.weight");
     if (up < 0) {
       c.error = {"KeyError", "'" + std::string(name) + ".lora_up.weight'"};
@@ -242,13 +246,13 @@ Conversion convert_sd(const std::vector<std::string_view>& keys, const LoaderMod
     done[i] = true;
     done[static_cast<std::size_t>(up)] = true;
     if (const long alpha = find(name, ".alpha"); alpha >= 0) {
-      c.consumed.insert(sd[static_cast<std::size_t>(alpha)].second);
+      c.consumed.push_back(sd[static_cast<std::size_t>(alpha)].second);
       done[static_cast<std::size_t>(alpha)] = true;
     }
   }
   std::string left;
   for (std::size_t i = 0; i < sd.size(); ++i) {
-    if (!done[i]) left += (left.empty() ? "" : ", ") + sd[i].first;
+    if (!done[i]) left.append(left.empty() ? "" : ", ").append(sd[i].first);
   }
   if (!left.empty()) c.error = {"ValueError", "The following keys have not been correctly renamed: " + left};
   return c;
@@ -279,7 +283,7 @@ Conversion convert_flux_kohya(const std::vector<std::string_view>& keys, const L
       c.error = {"KeyError", "'" + sds + ".lora_up.weight'"};
       return;
     }
-    if (const auto a = pop(sds + ".alpha")) c.consumed.insert(*a);
+    if (const auto a = pop(sds + ".alpha")) c.consumed.push_back(*a);
     c.keys.push_back({ait + ".lora_A.weight", *down, 0, 0, *up});
   };
   const auto cat = [&](const std::string& sds, const std::vector<std::string>& aits, std::vector<std::int64_t> dims) {
@@ -290,7 +294,7 @@ Conversion convert_flux_kohya(const std::vector<std::string_view>& keys, const L
       c.error = {"KeyError", "'" + sds + ".lora_up.weight'"};
       return;
     }
-    if (const auto a = pop(sds + ".alpha")) c.consumed.insert(*a);
+    if (const auto a = pop(sds + ".alpha")) c.consumed.push_back(*a);
     const SafetensorsEntry* e = lora.file().find(std::string(*up));
     const std::int64_t rows = e != nullptr && !e->shape.empty() ? e->shape[0] : 0;
     if (dims.empty()) dims.assign(aits.size(), rows / static_cast<std::int64_t>(aits.size()));
@@ -374,7 +378,7 @@ Conversion convert_flux_kohya(const std::vector<std::string_view>& keys, const L
       return c;
     }
     c.keys.push_back({"text_encoder." + d, *down, 0, 0, *up});
-    if (const auto a = pop(name + ".alpha")) c.consumed.insert(*a);
+    if (const auto a = pop(name + ".alpha")) c.consumed.push_back(*a);
     it = sd.lower_bound(key);
   }
   return c;  // what is left is "Unsupported keys for ai-toolkit" (warned, not loaded)
@@ -431,7 +435,7 @@ Conversion convert_wan(const std::vector<std::string_view>& keys) {
         if (!up) return key_error(base + ".lora_up.weight"), c;
         const auto alpha = pop(base + ".alpha");
         if (!alpha) return key_error(base + ".alpha"), c;
-        c.consumed.insert(*alpha);
+        c.consumed.push_back(*alpha);
         const std::string t = "transformer.blocks." + std::to_string(i) + "." + d;
         c.keys.push_back({t + ".lora_A.weight", *down, 0, 0, *up});
       }
@@ -471,7 +475,7 @@ Conversion convert_wan(const std::vector<std::string_view>& keys) {
     }
     if (const auto alpha = pop(o + ".alpha")) {
       if (!a || !b) return key_error(o + "." + (a ? up_key : down_key) + ".weight");
-      c.consumed.insert(*alpha);
+      c.consumed.push_back(*alpha);
     }
     if (const auto bias = pop(o + ".diff_b")) c.keys.push_back({t + ".lora_B.bias", *bias});
   };
@@ -595,7 +599,7 @@ Conversion convert_qwen(const std::vector<std::string_view>& keys) {
         return c;
       }
       c.keys.push_back({"transformer." + base + ".lora_A.weight", source, 0, 0, up->second});
-      c.consumed.insert(alpha->second);
+      c.consumed.push_back(alpha->second);
       left.erase(up);
       left.erase(alpha);
     }
@@ -617,9 +621,12 @@ Conversion convert_qwen(const std::vector<std::string_view>& keys) {
 
 // state_dict_utils.convert_state_dict: ".processor." -> "." then the first matching pattern.
 std::string convert_state_dict_key(std::string k, const std::vector<std::pair<std::string_view, std::string_view>>& mapping) {
-  if (contains(k, ".processor.")) k = replace_all(std::move(k), ".processor.", ".");
+  replace_in(k, ".processor.", ".");
   for (const auto& [pattern, to] : mapping) {
-    if (contains(k, pattern)) return replace_all(k, pattern, to);
+    if (contains(k, pattern)) {
+      replace_in(k, pattern, to);
+      break;
+    }
   }
   return k;
 }
@@ -670,16 +677,16 @@ std::optional<std::vector<Key>> text_encoder_to_peft(std::vector<Key> keys) {
     return std::any_of(keys.begin(), keys.end(), [&](const Key& k) { return contains(k.name, p); });
   };
   if (any("to_out_lora")) {
-    for (Key& k : keys) k.name = convert_state_dict_key(k.name, kDiffusersOldToDiffusers);
+    for (Key& k : keys) k.name = convert_state_dict_key(std::move(k.name), kDiffusersOldToDiffusers);
   } else if (any(".lora_A.weight")) {
-    for (Key& k : keys) k.name = convert_state_dict_key(k.name, kPeftToDiffusers);
+    for (Key& k : keys) k.name = convert_state_dict_key(std::move(k.name), kPeftToDiffusers);
   } else if (!any("lora_linear_layer")) {
     return std::nullopt;
   }
   if (any("to_out_lora")) {
-    for (Key& k : keys) k.name = convert_state_dict_key(k.name, kDiffusersOldToPeft);
+    for (Key& k : keys) k.name = convert_state_dict_key(std::move(k.name), kDiffusersOldToPeft);
   } else if (any("lora_linear_layer")) {
-    for (Key& k : keys) k.name = convert_state_dict_key(k.name, kDiffusersToPeft);
+    for (Key& k : keys) k.name = convert_state_dict_key(std::move(k.name), kDiffusersToPeft);
   } else {
     return std::nullopt;
   }
@@ -773,7 +780,7 @@ LoraFit fit_diffusers(const LoraFile& lora, const LoraNames& names, const Loader
     if (mine.empty()) continue;  // "No LoRA keys associated to ... found with the prefix"
     if (component == "unet" || component == "transformer") {
       if (component == "unet" && !contains(mine.front().name, "lora_A")) {
-        for (Key& k : mine) k.name = convert_state_dict_key(k.name, kUnetToDiffusers);
+        for (Key& k : mine) k.name = convert_state_dict_key(std::move(k.name), kUnetToDiffusers);
       }
     } else {
       auto peft = text_encoder_to_peft(std::move(mine));

@@ -57,13 +57,7 @@ double lora_delta_norm(const float* up, const float* down, std::int64_t m, std::
 }
 
 LoraFile::LoraFile(std::filesystem::path path, SafetensorsFile file)
-    : path_(std::move(path)), file_(std::move(file)) {
-  by_name_.reserve(file_.entries().size());
-  for (const SafetensorsEntry& e : file_.entries()) by_name_.emplace(e.name, &e);
-}
-
-// Grouping only records keys present in the file, so the lookup cannot fail.
-const SafetensorsEntry& LoraFile::entry(const std::string& key) const { return *by_name_.at(key); }
+    : path_(std::move(path)), file_(std::move(file)) {}
 
 const LoraModule* LoraFile::module(std::string_view name) const noexcept {
   const auto it = std::lower_bound(modules_.begin(), modules_.end(), name,
@@ -79,18 +73,31 @@ std::shared_ptr<const LoraFile> LoraFile::open(const std::filesystem::path& path
   for (const auto& e : lora->file_.entries()) keys.push_back(e.name);
   lora->modules_ = group_lora_keys(keys, &lora->unknown_keys_);
   std::vector<std::string> names;
+  names.reserve(lora->modules_.size());
+  // Each module's tensors by role, looked up in the file once (grouping only records keys
+  // present in the file, so the lookups cannot fail).
+  std::vector<std::pair<std::string_view, const SafetensorsEntry*>> entries;
   for (LoraModule& m : lora->modules_) {
     names.push_back(m.name);
-    const auto has = [&m](const char* role) { return m.tensors.count(role) > 0; };
-    const auto shape = [&](const char* role) { return lora->entry(m.tensors.at(role)).shape; };
+    entries.clear();
     for (const auto& [role, key] : m.tensors) {
-      const SafetensorsEntry& e = lora->entry(m.tensors.at(role));
+      const SafetensorsEntry& e = *lora->file_.find(key);
+      entries.emplace_back(role, &e);
       m.bytes += e.nbytes();
       if (role != "alpha") m.parameter_count += numel(e.shape);
     }
+    const auto entry = [&entries](std::string_view role) -> const SafetensorsEntry* {
+      for (const auto& [r, e] : entries) {
+        if (r == role) return e;
+      }
+      return nullptr;
+    };
+    const auto has = [&entry](const char* role) { return entry(role) != nullptr; };
+    const auto shape = [&entry](const char* role) -> const std::vector<std::int64_t>& { return entry(role)->shape; };
+    const auto f32 = [&](const char* role) { return tensor_to_f32(lora->file_, *entry(role)); };
     if (has("alpha")) {
       try {
-        m.alpha = detail::scalar_value(lora->file_, lora->entry(m.tensors.at("alpha")));
+        m.alpha = detail::scalar_value(lora->file_, *entry("alpha"));
       } catch (const Error&) {
       }
     }
@@ -113,17 +120,17 @@ std::shared_ptr<const LoraFile> LoraFile::open(const std::filesystem::path& path
       const bool adapter = detail::weight_patch_kind(m) == detail::WeightPatchKind::kAdapter;
       if (adapter && m.type == LoraModuleType::kLora && !has("mid")) {
         lora->validate(m);
-        const auto up = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("up")));
-        const auto down = tensor_to_f32(lora->file_, lora->entry(m.tensors.at("down")));
+        const auto up = f32("up");
+        const auto down = f32("down");
         m.delta_norm = m.scale * lora_delta_norm(up.data(), down.data(), shape("up")[0], shape("down")[0],
                                                  cols(shape("down")));
       } else if (adapter && m.type == LoraModuleType::kLokr && !has("lokr_t2")) {
         // ||kron(A, B)||_F = ||A||_F ||B||_F, each factor formed at its own small size.
         lora->validate(m);
         const auto factor_norm = [&](const char* whole, const char* a, const char* b) {
-          if (has(whole)) return frobenius(tensor_to_f32(lora->file_, lora->entry(m.tensors.at(whole))));
-          const auto fa = tensor_to_f32(lora->file_, lora->entry(m.tensors.at(a)));
-          const auto fb = tensor_to_f32(lora->file_, lora->entry(m.tensors.at(b)));
+          if (has(whole)) return frobenius(f32(whole));
+          const auto fa = f32(a);
+          const auto fb = f32(b);
           return lora_delta_norm(fa.data(), fb.data(), shape(a)[0], shape(b)[0], cols(shape(b)));
         };
         m.delta_norm = m.scale * factor_norm("lokr_w1", "lokr_w1_a", "lokr_w1_b") *

@@ -155,7 +155,7 @@ std::string_view model_arch_name(ModelArch arch) noexcept {
 std::vector<LoraModule> group_lora_keys(const std::vector<std::string>& keys,
                                         std::vector<std::string>* unknown_keys) {
   std::vector<LoraModule> out;
-  std::unordered_map<std::string, std::size_t> index;
+  std::unordered_map<std::string_view, std::size_t> index;  // module name (a prefix of its keys) -> out
   index.reserve(keys.size());
   for (const std::string& key : keys) {
     const SuffixRule* rule = nullptr;
@@ -169,11 +169,11 @@ std::vector<LoraModule> group_lora_keys(const std::vector<std::string>& keys,
       if (unknown_keys != nullptr) unknown_keys->push_back(key);
       continue;
     }
-    std::string name = key.substr(0, key.size() - rule->suffix.size());
+    const std::string_view name = std::string_view(key).substr(0, key.size() - rule->suffix.size());
     const auto [it, inserted] = index.try_emplace(name, out.size());
     if (inserted) {
       out.emplace_back();
-      out.back().name = std::move(name);
+      out.back().name = name;
     }
     LoraModule& m = out[it->second];
     m.tensors[std::string(rule->role)] = key;
