@@ -2,6 +2,7 @@
 //   - iteration mark vs a bare steady_clock::now()
 //   - step enter+exit with the process and system probes (no GPU)
 //   - the sampler at 1 ms: its CPU time / wall time, and the slowdown of a CPU-bound loop
+//   - the sampler at 10 ms: CPU per sample by probe set vs bare 10 ms wake-ups
 //   - peak fidelity: a ~1 ms allocation spike, exact (VmHWM) vs sampler-only at 10 ms
 // scripts/bench turns the JSON output into the ratios of docs/performance.md.
 #include <benchmark/benchmark.h>
@@ -101,61 +102,116 @@ double process_cpu_seconds() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
-// The main thread sleeps: all CPU time the process uses is the sampler's.
+// The main thread sleeps: all CPU time the process uses is the sampler's. Returns the CPU
+// seconds and the samples taken over `duration`.
+std::pair<double, double> sampler_cpu(std::chrono::microseconds interval, bool process,
+                                      bool system, std::chrono::milliseconds duration) {
+  genscope::MonitorOptions o = options(true, interval);
+  o.process_probe = process;
+  o.system_probe = system;
+  genscope::Monitor monitor(o);
+  genscope::ActiveRun run = monitor.start_run();
+  genscope::Step step = run.step(genscope::StepKind::kSampling, "idle");
+  std::this_thread::sleep_for(2 * interval);  // the sampler is started and waiting
+  const genscope::Run r0 = run.snapshot();
+  const double cpu0 = process_cpu_seconds();
+  std::this_thread::sleep_for(duration);
+  const double cpu = process_cpu_seconds() - cpu0;
+  const genscope::Run r1 = run.snapshot();
+  step.end();
+  run.finish();
+  return {cpu, static_cast<double>(r1.series.samples_taken - r0.series.samples_taken)};
+}
+
+// The physical floor of a sampler on this machine: a thread that only wakes every `interval`
+// (same condition-variable timed wait as the sampler) and does nothing. Returns the CPU
+// seconds and the wake-ups over `duration`.
+std::pair<double, double> bare_wakeup_cpu(std::chrono::microseconds interval,
+                                          std::chrono::milliseconds duration) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool stop = false;
+  long wakes = 0;
+  std::thread t([&] {
+    std::unique_lock lock(m);
+    auto next = std::chrono::steady_clock::now();
+    while (!stop) {
+      next += interval;
+      cv.wait_until(lock, next, [&] { return stop; });
+      ++wakes;
+    }
+  });
+  std::this_thread::sleep_for(2 * interval);  // the thread is started and waiting
+  long wakes0;
+  {
+    std::lock_guard lock(m);
+    wakes0 = wakes;
+  }
+  const double cpu0 = process_cpu_seconds();
+  std::this_thread::sleep_for(duration);
+  const double cpu = process_cpu_seconds() - cpu0;
+  {
+    std::lock_guard lock(m);
+    stop = true;
+    wakes0 = wakes - wakes0;
+  }
+  cv.notify_all();
+  t.join();
+  return {cpu, static_cast<double>(wakes0)};
+}
+
 void BM_SamplerCpuAt1ms(benchmark::State& state) {
   for (auto _ : state) {
-    genscope::Monitor monitor(options(true, 1ms));
-    genscope::ActiveRun run = monitor.start_run();
-    genscope::Step step = run.step(genscope::StepKind::kSampling, "idle");
-    const double cpu0 = process_cpu_seconds();
-    const auto t0 = std::chrono::steady_clock::now();
-    std::this_thread::sleep_for(2s);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double cpu = process_cpu_seconds() - cpu0;
-    step.end();
-    const genscope::Run r = run.finish();
-    state.counters["sampler_cpu_percent_of_core"] = 100.0 * cpu / wall;
-    state.counters["samples_per_second"] = static_cast<double>(r.series.samples_taken) / wall;
+    const auto [cpu, samples] = sampler_cpu(1ms, true, true, 2s);
+    state.counters["sampler_cpu_percent_of_core"] = 100.0 * cpu / 2.0;
+    state.counters["samples_per_second"] = samples / 2.0;
   }
 }
 BENCHMARK(BM_SamplerCpuAt1ms)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_BareWakeupsAt1ms(benchmark::State& state) {
+  for (auto _ : state) {
+    const auto [cpu, wakes] = bare_wakeup_cpu(1ms, 2s);
+    state.counters["wakeup_cpu_percent_of_core"] = 100.0 * cpu / 2.0;
+  }
+}
+BENCHMARK(BM_BareWakeupsAt1ms)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The default 10 ms sampler (the Python Monitor's too), CPU per sample, split by probe set,
+// next to bare 10 ms wake-ups: 7 interleaved rounds of 1 s each, medians. At 10 ms the
+// caches are cold at every wake-up (other threads ran in between), unlike at 1 ms.
+void BM_SamplerCostAt10ms(benchmark::State& state) {
+  for (auto _ : state) {
+    constexpr int kRounds = 7;
+    std::vector<double> bare, none, process, system, both;
+    const auto per_sample_us = [](std::pair<double, double> r) {
+      return r.second > 0 ? r.first / r.second * 1e6 : 0.0;
+    };
+    for (int round = 0; round < kRounds; ++round) {
+      bare.push_back(per_sample_us(bare_wakeup_cpu(10ms, 1s)));
+      none.push_back(per_sample_us(sampler_cpu(10ms, false, false, 1s)));
+      process.push_back(per_sample_us(sampler_cpu(10ms, true, false, 1s)));
+      system.push_back(per_sample_us(sampler_cpu(10ms, false, true, 1s)));
+      both.push_back(per_sample_us(sampler_cpu(10ms, true, true, 1s)));
+    }
+    const auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    state.counters["bare_wakeup_us"] = median(bare);
+    state.counters["sampler_no_probe_us"] = median(none);
+    state.counters["sampler_process_us"] = median(process);
+    state.counters["sampler_system_us"] = median(system);
+    state.counters["sampler_default_us"] = median(both);
+  }
+}
+BENCHMARK(BM_SamplerCostAt10ms)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 double cpu_bound_work() {
   double x = 0;
   for (int i = 1; i < 30'000'000; ++i) x += 1.0 / (static_cast<double>(i) * i);
   return x;
 }
-
-// The physical floor for the figure above on this machine: a thread that only wakes every
-// 1 ms (same condition-variable timed wait as the sampler) and does nothing.
-void BM_BareWakeupsAt1ms(benchmark::State& state) {
-  for (auto _ : state) {
-    std::mutex m;
-    std::condition_variable cv;
-    bool stop = false;
-    std::thread t([&] {
-      std::unique_lock lock(m);
-      auto next = std::chrono::steady_clock::now();
-      while (!stop) {
-        next += 1ms;
-        cv.wait_until(lock, next, [&] { return stop; });
-      }
-    });
-    const double cpu0 = process_cpu_seconds();
-    const auto t0 = std::chrono::steady_clock::now();
-    std::this_thread::sleep_for(2s);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double cpu = process_cpu_seconds() - cpu0;
-    {
-      std::lock_guard lock(m);
-      stop = true;
-    }
-    cv.notify_all();
-    t.join();
-    state.counters["wakeup_cpu_percent_of_core"] = 100.0 * cpu / wall;
-  }
-}
-BENCHMARK(BM_BareWakeupsAt1ms)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Interleaved repetitions of a CPU-bound loop, sampler off and on (1 ms); medians compared.
 void BM_CpuLoopSlowdownWithSampler(benchmark::State& state) {

@@ -51,6 +51,13 @@ def main():
                      f"{s['sampler_cpu_percent_of_core']:.2f} %"
                      + (f" (bare 1 ms wake-ups alone: {w['wakeup_cpu_percent_of_core']:.2f} %)" if w else ""),
                      f"sampler work beyond wake-ups: {own:.2f} %", "<= 0.5 %"))
+    t = r.get("BM_SamplerCostAt10ms")
+    if t:
+        rows.append(("sampler at 10 ms: CPU per sample, process+system probes (process / system / none)",
+                     f"{t['sampler_default_us']:.1f} us ({t['sampler_process_us']:.1f} / "
+                     f"{t['sampler_system_us']:.1f} / {t['sampler_no_probe_us']:.1f} us)",
+                     f"{t['sampler_default_us'] / t['bare_wakeup_us']:.2f} x a bare 10 ms wake-up "
+                     f"({t['bare_wakeup_us']:.1f} us)", "measure"))
     c = r.get("BM_CpuLoopSlowdownWithSampler")
     if c:
         rows.append(("CPU-bound loop, sampler 1 ms on vs off (median of 9)",

@@ -2,6 +2,7 @@
 """Cost of genscope.torch.instrument, each figure against a peer measured in the same run.
 
     PYTHONPATH=build/python /usr/bin/python3 python/bench/instrument.py [--rounds 12]
+        [--sample-interval-ms 10]
 
 1. A whole generation of the test pipeline (python/tests/tiny_pipeline.py: two text encoders,
    UNet with cross-attention, DDIM, VAE; 512x512 (SD1.x's 64x64 latents), 20 steps,
@@ -80,10 +81,10 @@ class TimedInstrumentation(gt.Instrumentation):
         return self._timed(super()._vae_call, kind, name, self._untimed(original), *a, **k)
 
 
-def generation_overhead(rounds, steps, size):
+def generation_overhead(rounds, steps, size, sample_interval_ms):
     """Top-down (interleaved A/B/A') and bottom-up (genscope's own CPU) overhead."""
     pipe = TinyPipeline(dual=True, channels=64)
-    monitor = genscope.Monitor()
+    monitor = genscope.Monitor(sample_interval_ms=sample_interval_ms)
 
     def plain():
         return pipe("a red fox in the snow", "blurry", num_inference_steps=steps,
@@ -125,7 +126,7 @@ def generation_overhead(rounds, steps, size):
             instr.append(b)
         plain_main = (t["A"][2] + t["A2"][2]) / 2
         other_threads = t["B"][4] - (t["A"][4] + t["A2"][4]) / 2  # the sampler thread
-        bottom_up.append((t["B"][3] / 1e9, other_threads, plain_main))
+        bottom_up.append((t["B"][3] / 1e9, other_threads, plain_main, t["B"][0]))
         main_plain.append(plain_main)
     return results, bottom_up
 
@@ -211,9 +212,12 @@ def main():
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--size", type=int, default=512)  # SD1.x: 64x64 latents
+    parser.add_argument("--sample-interval-ms", type=float, default=10.0)  # Monitor's default
     args = parser.parse_args()
-    print(f"load average before: {os.getloadavg()}, torch threads {torch.get_num_threads()}")
-    results, bottom_up = generation_overhead(args.rounds, args.steps, args.size)
+    print(f"load average before: {os.getloadavg()}, torch threads {torch.get_num_threads()}, "
+          f"sampler every {args.sample_interval_ms:g} ms")
+    results, bottom_up = generation_overhead(args.rounds, args.steps, args.size,
+                                             args.sample_interval_ms)
     q = statistics.quantiles
     for clock, (ratios, noise, base, instr) in results.items():
         print(f"generation {args.size}x{args.size}, {args.steps} steps, CFG, {clock} time: plain "
@@ -232,6 +236,12 @@ def main():
           f"{statistics.median([b[2] for b in bottom_up]) * 1e3:.0f} ms on the pipeline thread")
     print(f"  genscope / plain generation: median {statistics.median(share) * 100:.2f} % "
           f"(quartiles {q(share, n=4)[0] * 100:.2f} .. {q(share, n=4)[2] * 100:.2f} %)")
+    main_share = [b[0] / b[2] for b in bottom_up]
+    other_share = [max(b[1], 0.0) / b[2] for b in bottom_up]
+    per_sample = [b[1] / (b[3] * 1e3 / args.sample_interval_ms) for b in bottom_up]
+    print(f"  of which the pipeline thread {statistics.median(main_share) * 100:.2f} %, other "
+          f"threads (sampler) {statistics.median(other_share) * 100:.2f} %, i.e. "
+          f"{statistics.median(per_sample) * 1e6:.1f} us per sampler tick (wall / interval)")
     bare_ns, rows = hook_costs()
     print(f"bare Python function call: {bare_ns / 1e3:.3f} us")
     for name, extra_ns, plain_ns in rows:

@@ -33,6 +33,10 @@ class ProbeSlot {
   bool has_parts() const noexcept { return has_parts_; }
   std::string name() const { return name_; }
   std::vector<GpuInfo> gpus();
+  /// The sampler reads this probe at most once per `period` (zero: at every sample); the
+  /// rows in between repeat its last reading. Step boundaries always read it.
+  void set_series_period(std::chrono::nanoseconds period) noexcept { series_period_ = period; }
+  std::chrono::nanoseconds series_period() const noexcept { return series_period_; }
 
   ProbeStatus sample(std::span<double> out);
   ProbeStatus read_peaks(std::span<double> out);
@@ -54,6 +58,7 @@ class ProbeSlot {
   bool has_parts_ = false;
   ProbeStatus open_status_;
   std::shared_ptr<Worker> worker_;  // only for may_block() probes
+  std::chrono::nanoseconds series_period_{0};
 };
 
 }  // namespace genscope::detail

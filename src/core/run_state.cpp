@@ -38,6 +38,30 @@ void RunState::sample_all(std::vector<double>& row) {
   }
 }
 
+void RunState::sample_series_row(std::vector<double>& row, std::vector<char>& fresh,
+                                 std::int64_t now_ns, std::int64_t interval_ns) {
+  row.assign(columns.size(), kNaN);
+  fresh.assign(columns.size(), 1);
+  for (RunProbe& p : probes) {
+    const std::span<double> out(row.data() + p.first, p.count);
+    if (p.period_ns > 0 && p.read_yet && now_ns - p.last_read_ns < p.period_ns - interval_ns / 2) {
+      std::copy(p.held.begin(), p.held.end(), out.begin());
+      std::fill_n(fresh.begin() + static_cast<std::ptrdiff_t>(p.first), p.count, 0);
+      continue;
+    }
+    const ProbeStatus status = p.slot->sample(out);
+    if (!status.ok()) {
+      std::lock_guard lock(mutex);
+      add_error_locked(p.slot->name(), status.error, {});
+    }
+    if (p.period_ns > 0) {
+      p.held.assign(out.begin(), out.end());
+      p.last_read_ns = now_ns;
+      p.read_yet = true;
+    }
+  }
+}
+
 void RunState::fold_exact_peaks() {
   std::vector<double> peaks;
   for (RunProbe& p : probes) {
@@ -84,11 +108,12 @@ void RunState::fold_parts() {
   }
 }
 
-void RunState::update_sampled_peaks_locked(const std::vector<double>& row, std::int64_t now_ns) {
+void RunState::update_sampled_peaks_locked(const std::vector<double>& row,
+                                           const std::vector<char>& fresh, std::int64_t now_ns) {
   for (StepState* s : open_steps) {
     for (std::size_t c = 0; c < row.size(); ++c) {
       const double v = row[c];
-      if (std::isnan(v)) continue;
+      if (std::isnan(v) || !fresh[c]) continue;
       if (std::isnan(s->sampled_peak[c]) || v > s->sampled_peak[c]) {
         s->sampled_peak[c] = v;
         s->sampled_peak_offset_ns[c] = std::max<std::int64_t>(0, now_ns - s->start_ns);
@@ -266,7 +291,9 @@ void MonitorState::stop_sampler() {
 
 void MonitorState::sampler_loop() {
   const auto interval = std::max(options.sample_interval, std::chrono::microseconds(1000));
+  const std::int64_t interval_ns = std::chrono::nanoseconds(interval).count();
   std::vector<double> row;
+  std::vector<char> fresh;
   auto next = std::chrono::steady_clock::now();
   std::unique_lock lock(mutex);
   for (;;) {
@@ -283,13 +310,13 @@ void MonitorState::sampler_loop() {
     std::shared_ptr<RunState> run = sampled_run;
     if (run == nullptr) continue;
     lock.unlock();
-    run->sample_all(row);
+    run->sample_series_row(row, fresh, steady_now_ns(), interval_ns);
     const std::int64_t t = steady_now_ns();
     {
       std::lock_guard run_lock(run->mutex);
       if (!run->finished) {
         run->series.push(t - run->start_steady_ns, row);
-        run->update_sampled_peaks_locked(row, t);
+        run->update_sampled_peaks_locked(row, fresh, t);
         for (StepState* s : run->open_steps) ++s->samples;
         if (run->wants(Sink::kSampleEvents)) {
           run->sinks->post(SampleEvent{t - run->start_steady_ns, row});

@@ -55,6 +55,11 @@ struct RunProbe {
   bool exact = false;     // has exact-peak metrics
   bool parts = false;     // reports per-item parts (Probe::read_parts)
   bool reset_refused_noted = false;
+  // The sampler's reading schedule (ProbeSlot::series_period); sampler thread only.
+  std::int64_t period_ns = 0;
+  std::int64_t last_read_ns = 0;
+  bool read_yet = false;
+  std::vector<double> held;  // the last reading, repeated in the rows in between
 };
 
 struct MonitorState;
@@ -92,14 +97,21 @@ struct RunState {
   void add_error_locked(std::string_view source, std::string_view message, std::string step);
   /// Samples every probe into `row` (size columns.size()); records failures. Lock not held.
   void sample_all(std::vector<double>& row);
+  /// The sampler's row at `now_ns`: like sample_all, except that a probe with a series
+  /// period read less than a period ago (less half an `interval_ns` of timer jitter)
+  /// repeats its last reading; `fresh` marks the columns read now. Sampler thread only.
+  void sample_series_row(std::vector<double>& row, std::vector<char>& fresh,
+                         std::int64_t now_ns, std::int64_t interval_ns);
   /// Reads exact peaks of every exact probe and folds them into all open steps.
   /// Lock not held on entry.
   void fold_exact_peaks();
   /// Reads the per-item parts of every probe that has them and folds them into all open
   /// steps (parts seen while no step is open are dropped). Lock not held on entry.
   void fold_parts();
-  /// Updates sampled peaks of all open steps with a row taken at `now_ns`. Caller holds mutex.
-  void update_sampled_peaks_locked(const std::vector<double>& row, std::int64_t now_ns);
+  /// Updates sampled peaks of all open steps with the `fresh` columns of a row taken at
+  /// `now_ns` (a repeated reading may predate the step). Caller holds mutex.
+  void update_sampled_peaks_locked(const std::vector<double>& row, const std::vector<char>& fresh,
+                                   std::int64_t now_ns);
   /// Converts a step's state into its finished record. Caller holds mutex.
   void finalize_locked(StepState& step, const std::vector<double>& after, std::int64_t end_ns);
   /// Adds the step's per-item parts as "figure_parts" attachments. Caller holds mutex.

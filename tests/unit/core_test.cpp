@@ -1,15 +1,19 @@
 // Tests of the monitor core: steps, peaks (exact and nested), probe failures and hangs,
 // exceptions, iterations, attempts, threads, the sampler bound and the log.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "core/time_series_buffer.hpp"
 #include "genscope/genscope.hpp"
@@ -470,6 +474,53 @@ TEST(Sampler, FillsBoundedSeriesAndSampledPeaks) {
   double top = 0;
   for (std::size_t k = 0; k < r.series.size(); ++k) top = std::max(top, r.series.at(k, 0));
   EXPECT_EQ(top, top_value);
+}
+
+// The sampler reads /proc/meminfo at most every 100 ms and repeats the reading in the rows in
+// between, while the process probe is read at every sample (docs/probes.md).
+TEST(Sampler, ReadsTheSystemProbeEvery100ms) {
+  auto o = quiet_options();
+  o.process_probe = true;
+  o.system_probe = true;
+  o.sampler = true;
+  o.sample_interval = 5ms;
+  Monitor monitor(o);
+  ActiveRun run = monitor.start_run();
+  // Churn 16 MiB so that both the RSS and the machine's available memory keep moving.
+  constexpr std::size_t kChurn = 16u << 20;
+  const auto until = std::chrono::steady_clock::now() + 450ms;
+  while (std::chrono::steady_clock::now() < until) {
+    void* block = mmap(nullptr, kChurn, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(block, MAP_FAILED);
+    std::memset(block, 1, kChurn);
+    std::this_thread::sleep_for(3ms);
+    munmap(block, kChurn);
+    std::this_thread::sleep_for(3ms);
+  }
+  const genscope::Run r = run.finish();
+  const auto column = [&](const std::string& name) {
+    const auto it = std::find(r.series.metrics.begin(), r.series.metrics.end(), name);
+    EXPECT_NE(it, r.series.metrics.end()) << name;
+    return static_cast<std::size_t>(it - r.series.metrics.begin());
+  };
+  const std::size_t rss = column("process.rss_bytes");
+  const std::size_t available = column("system.available_bytes");
+  ASSERT_GT(r.series.size(), 20u);
+  int rss_changes = 0, system_changes = 0;
+  std::int64_t last_change = r.series.offset_ns[0];
+  for (std::size_t i = 1; i < r.series.size(); ++i) {
+    if (r.series.at(i, rss) != r.series.at(i - 1, rss)) ++rss_changes;
+    EXPECT_FALSE(std::isnan(r.series.at(i, available)));  // repeated, never left empty
+    if (r.series.at(i, available) != r.series.at(i - 1, available)) {
+      ++system_changes;
+      // A new reading comes >= 97.5 ms (100 ms less half a sample of timer jitter) after
+      // the last; the row times carry the reads' own durations, hence the margin.
+      EXPECT_GE(r.series.offset_ns[i] - last_change, 80'000'000) << "row " << i;
+      last_change = r.series.offset_ns[i];
+    }
+  }
+  EXPECT_LE(system_changes, 5);
+  EXPECT_GT(rss_changes, system_changes);
 }
 
 TEST(TimeSeriesBuffer, CompactsOldHalfKeepingMaxima) {
