@@ -85,7 +85,9 @@ for r in runs:
     assert "sampling" in kinds and "model_loading" in kinds, kinds
 s = [s for s in runs[0]["steps"] if s["kind"] == "sampling"][0]
 m = {x["name"]: x for x in s["metrics"]}["tree.rss_bytes"]
-assert m["peak_source"] == "exact" and m["peak"] - m["before"] >= 64 * MiB, m
+# The 64 MiB spike lasts 3 ms: the 10 ms sampler alone would mostly miss it. The rise may fall
+# a few pages short of 64 MiB when the kernel reclaims some of the child's file pages meanwhile.
+assert m["peak_source"] == "exact" and m["peak"] - m["before"] >= 63 * MiB, m
 s2 = [s for s in runs[1]["steps"] if s["kind"] == "sampling"][0]
 m2 = {x["name"]: x for x in s2["metrics"]}["tree.rss_bytes"]
 assert m2["peak"] - m2["before"] < 16 * MiB, m2
