@@ -85,7 +85,7 @@ for r in runs:
     assert "sampling" in kinds and "model_loading" in kinds, kinds
 s = [s for s in runs[0]["steps"] if s["kind"] == "sampling"][0]
 m = {x["name"]: x for x in s["metrics"]}["tree.rss_bytes"]
-# The 64 MiB spike lasts 3 ms: the 10 ms sampler alone would mostly miss it. The rise may fall
+# The 64 MiB spike is held for 3 ms once touched: a 10 ms sampler alone would often miss it. The rise may fall
 # a few pages short of 64 MiB when the kernel reclaims some of the child's file pages meanwhile.
 assert m["peak_source"] == "exact" and m["peak"] - m["before"] >= 63 * MiB, m
 s2 = [s for s in runs[1]["steps"] if s["kind"] == "sampling"][0]
