@@ -2,6 +2,7 @@
 // patch onto the base file's tensors, the verdict, the comparison with the other loader and
 // the JSON form.
 #include <algorithm>
+#include <future>
 #include <numeric>
 #include <set>
 #include <string>
@@ -261,16 +262,21 @@ LoraFit fit_lora(const LoraFile& lora, const SafetensorsFile& base, LoraLoader l
   const auto model_of = [&file](LoraLoader l) {
     return l == LoraLoader::kComfyUI ? detail::comfy_model(file) : detail::diffusers_model(file);
   };
+  // The other loader is compared by the tensors it loads (no targets, no verdict). Both fits
+  // only read `file`, `names` and `lora`: the other one runs on a second thread meanwhile
+  // (here, when no thread can be started).
+  std::future<LoraFit> other;
+  if (compare_other_loader) {
+    other = std::async(std::launch::async | std::launch::deferred, [&] {
+      const detail::LoaderModel other_model = model_of(comfy ? LoraLoader::kDiffusers : LoraLoader::kComfyUI);
+      return comfy ? detail::fit_diffusers(lora, names, other_model, false)
+                   : detail::fit_comfyui(lora, names, other_model, false);
+    });
+  }
   const detail::LoaderModel model = model_of(loader);
   LoraFit self = comfy ? detail::fit_comfyui(lora, names, model) : detail::fit_diffusers(lora, names, model);
   finish(self, lora, base, !model.towers.empty());
-  if (compare_other_loader) {
-    // The other loader is compared by the tensors it loads (no targets, no verdict).
-    const detail::LoaderModel other_model = model_of(comfy ? LoraLoader::kDiffusers : LoraLoader::kComfyUI);
-    const LoraFit other = comfy ? detail::fit_diffusers(lora, names, other_model, false)
-                                : detail::fit_comfyui(lora, names, other_model, false);
-    self.other_loader = compare(self, other, names);
-  }
+  if (other.valid()) self.other_loader = compare(self, other.get(), names);
   return self;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <future>
 #include <iostream>
 #include <map>
 #include <set>
@@ -108,11 +109,16 @@ void register_lora_command(CLI::App& app, CommandContext& context) {
   inspect->add_flag("--json", in->json, "Machine-readable output");
   add_loader_option(inspect, in->loader);
   inspect->callback([in, &context] {
+    // The base's header is read on a second thread while the LoRA is analysed (its errors
+    // still come after the LoRA's).
+    std::future<SafetensorsFile> base;
+    if (!in->base.empty())
+      base = std::async(std::launch::async | std::launch::deferred, [in] { return SafetensorsFile::open(in->base); });
     const auto lora = LoraFile::open(in->lora);
     nlohmann::json out{{"lora", lora_inspection_json(*lora)}};
     std::optional<LoraFit> fit;
-    if (!in->base.empty()) {
-      fit = fit_lora(*lora, SafetensorsFile::open(in->base), in->loader);
+    if (base.valid()) {
+      fit = fit_lora(*lora, base.get(), in->loader);
       out["fit"] = *fit;
     }
     if (in->json) {
