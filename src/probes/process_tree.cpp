@@ -14,22 +14,16 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 
 #include "genscope/probe.hpp"
 #include "genscope/process_tree.hpp"
+#include "genscope/step.hpp"
 #include "probes/process_tree_state.hpp"
 
 namespace genscope {
 namespace {
-
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 double nan_max(double a, double b) {
   if (std::isnan(a)) return b;
@@ -97,7 +91,7 @@ void ProcessTree::State::note_locked(std::string note) {
 void ProcessTree::State::open_locked() {
   if (opened) return;
   opened = true;
-  period_start_ns = steady_ns();
+  period_start_ns = Step::now_ns();
   if (options.cgroup.empty()) return;
   const bool v1 = options.cgroup_version != 2;
   const std::string dir = options.cgroup.string();
@@ -341,7 +335,7 @@ bool ProcessTree::contains(int pid) const {
 
 void ProcessTree::process_exited(int pid, double rusage_maxrss_bytes) {
   std::lock_guard lock(state_->mutex);
-  const std::int64_t now = steady_ns();
+  const std::int64_t now = Step::now_ns();
   // The newest entry of that pid (an older one may be a reused pid's).
   for (auto it = state_->processes.rbegin(); it != state_->processes.rend(); ++it) {
     TrackedProcess& p = **it;
@@ -394,7 +388,7 @@ Attachment ProcessTree::take_summary() {
   State& s = *state_;
   std::lock_guard lock(s.mutex);
   s.open_locked();
-  const std::int64_t now = steady_ns();
+  const std::int64_t now = Step::now_ns();
   s.sample_locked(now);
   nlohmann::json processes = nlohmann::json::array();
   double lifetime_sum = 0;

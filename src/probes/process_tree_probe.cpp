@@ -6,20 +6,14 @@
 // their sum only bounds the tree's peak from above). read_peaks() therefore answers NaN for
 // a window that saw several processes, and the monitor falls back to the sampled peak for
 // the steps open in it; the cgroup column stays exact for any number of processes.
-#include <chrono>
 #include <cmath>
 
 #include "genscope/process_tree.hpp"
+#include "genscope/step.hpp"
 #include "probes/process_tree_state.hpp"
 
 namespace genscope {
 namespace {
-
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 double read_counter(const detail::ProcFile& file) {
   char buffer[64];
@@ -48,7 +42,7 @@ class ProcessTreeProbe final : public Probe {
     if (state_->options.root_pid <= 0)
       return ProbeStatus::failure("process tree: no root process");
     state_->open_locked();
-    state_->discover_locked(steady_ns());
+    state_->discover_locked(Step::now_ns());
     if (state_->processes.empty()) {
       return ProbeStatus::failure("process tree: process " +
                                   std::to_string(state_->options.root_pid) + " not found");
@@ -58,7 +52,7 @@ class ProcessTreeProbe final : public Probe {
 
   ProbeStatus sample(std::span<double> out) override {
     std::lock_guard lock(state_->mutex);
-    const double sum = state_->sample_locked(steady_ns());
+    const double sum = state_->sample_locked(Step::now_ns());
     out[0] = sum;
     out[1] = static_cast<double>(state_->alive.size());
     if (out.size() > 2) {
@@ -72,7 +66,7 @@ class ProcessTreeProbe final : public Probe {
   ProbeStatus reset_peaks() override {
     ProcessTree::State& s = *state_;
     std::lock_guard lock(s.mutex);
-    const std::int64_t now = steady_ns();
+    const std::int64_t now = Step::now_ns();
     s.discover_locked(now);
     std::vector<TrackedProcess*> live;
     for (auto& [pid, p] : s.alive) live.push_back(p);
@@ -114,7 +108,7 @@ class ProcessTreeProbe final : public Probe {
     for (double& v : out) v = kNaN;
     ProcessTree::State& s = *state_;
     std::lock_guard lock(s.mutex);
-    const std::int64_t now = steady_ns();
+    const std::int64_t now = Step::now_ns();
     s.discover_locked(now);
     if (s.options.reset_peaks && s.window_processes == 1 && !s.window_unreset &&
         s.alive.size() == 1) {
@@ -133,7 +127,7 @@ class ProcessTreeProbe final : public Probe {
     out.clear();
     ProcessTree::State& s = *state_;
     std::lock_guard lock(s.mutex);
-    const std::int64_t now = steady_ns();
+    const std::int64_t now = Step::now_ns();
     s.discover_locked(now);
     for (auto& p : s.processes) {
       if (!p->in_part_window) continue;

@@ -31,6 +31,7 @@
 #include <functional>
 
 #include "genscope/error.hpp"
+#include "genscope/step.hpp"
 #include "process/fd.hpp"
 
 extern char** environ;
@@ -41,12 +42,6 @@ namespace {
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
 constexpr std::size_t kChunk = 256 * 1024;
 constexpr std::size_t kMaxEventLine = 1 << 20;
-
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 [[noreturn]] void spawn_failed(const std::string& what) {
   throw Error("SpawnFailed", what + ": " + std::strerror(errno));
@@ -354,7 +349,7 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
   int status = 0;
   bool exited = false;
   std::int64_t last_data_ns = 0;
-  std::int64_t next_tick = steady_ns() + tick_interval.count() * 1'000'000;
+  std::int64_t next_tick = Step::now_ns() + tick_interval.count() * 1'000'000;
   const std::int64_t quiet_ns = m.options.drain_quiet.count() * 1'000'000;
 
   auto deliver_events = [&](std::string_view chunk, std::int64_t now, bool eof) {
@@ -400,7 +395,7 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
     }
     const ssize_t n = read_some(source.get(), m.buffer.data(), want, passed);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
-    const std::int64_t now = steady_ns();
+    const std::int64_t now = Step::now_ns();
     if (n <= 0) {
       if (stream == 0) deliver_events({}, now, true);
       if (stream == 1 && m.options.release_stdout) {
@@ -442,7 +437,7 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
       if (who == m.pid) {
         status = st;
         exited = true;
-        last_data_ns = steady_ns();
+        last_data_ns = Step::now_ns();
       }
     }
   };
@@ -467,7 +462,7 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
       source_of[count] = i;
       fds[count++] = {sources[i]->get(), POLLIN, 0};
     }
-    const std::int64_t now = steady_ns();
+    const std::int64_t now = Step::now_ns();
     if (exited) {
       // Every stream closed: done, unless adopted descendants are still ours. A process
       // closes its files a moment before it becomes waitable, so one that ended the output
@@ -480,9 +475,9 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
     const int timeout_ms = static_cast<int>(std::max<std::int64_t>(0, (wait_ns + 999'999) / 1'000'000));
     const int ready = ::poll(fds, static_cast<nfds_t>(count), timeout_ms);
     if (ready < 0 && errno != EINTR) break;
-    if (steady_ns() >= next_tick) {
-      next_tick = steady_ns() + tick_interval.count() * 1'000'000;
-      m.call(observer, [&] { observer.tick(steady_ns()); });
+    if (Step::now_ns() >= next_tick) {
+      next_tick = Step::now_ns() + tick_interval.count() * 1'000'000;
+      m.call(observer, [&] { observer.tick(Step::now_ns()); });
     }
     if (ready <= 0) continue;
     if (fds[0].revents & POLLIN) {

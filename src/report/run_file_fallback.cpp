@@ -4,11 +4,11 @@
 // $HOME/.local/state), then $TMPDIR/genscope-run-<id>.json (default /tmp), then the caller's
 // last-resort stream (the CLI's --json-fallback: stderr). Every file write is atomic, so a
 // failed attempt leaves no partial document behind.
-#include <chrono>
 #include <cstdlib>
 #include <ostream>
 #include <system_error>
 
+#include "core/utc_time.hpp"
 #include "genscope/error.hpp"
 #include "genscope/run_json.hpp"
 #include "report/run_document_text.hpp"
@@ -30,9 +30,7 @@ std::string file_stem(const Run& run) {
     id += safe ? c : '_';
   }
   if (id.empty()) {
-    id = "unnamed-" + std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                         std::chrono::system_clock::now().time_since_epoch())
-                                         .count());
+    id = "unnamed-" + std::to_string(detail::unix_now_ns());
   }
   return id;
 }

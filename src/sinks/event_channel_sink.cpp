@@ -18,7 +18,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/utc_time.hpp"
 #include "genscope/error.hpp"
+#include "genscope/step.hpp"
 #include "watch/event_codec.hpp"
 
 namespace genscope::detail {
@@ -26,16 +28,6 @@ namespace genscope::detail {
 namespace {
 
 constexpr int kWaitMs = 100;
-
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::int64_t unix_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // Blocks SIGPIPE on this thread for the duration of a write; a SIGPIPE the write raised is
 // taken off the thread's pending set, so the process never sees it.
@@ -173,7 +165,7 @@ void EventChannelSink::run_started(const Run& run) {
   ++run_seq_;
   // The run's start on the steady clock (CLOCK_MONOTONIC is shared by the processes of one
   // machine, so the parent can place forwarded steps on its own timeline).
-  run_start_steady_ns_ = steady_ns() - (unix_ns() - run.start_unix_ns);
+  run_start_steady_ns_ = Step::now_ns() - (unix_now_ns() - run.start_unix_ns);
   write_line(watch::encode_run_begin(run));
 }
 

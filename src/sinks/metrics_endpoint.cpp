@@ -16,20 +16,12 @@
 #include <mutex>
 #include <thread>
 
+#include "core/utc_time.hpp"
 #include "genscope/error.hpp"
 #include "report/metrics_exposition.hpp"
 #include "report/metrics_model.hpp"
 
 namespace genscope {
-namespace {
-
-std::int64_t unix_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 struct MetricsEndpoint::Impl {
   MetricsEndpointOptions options;
@@ -65,7 +57,7 @@ MetricsEndpoint::MetricsEndpoint(MetricsEndpointOptions options) : impl_(std::ma
   s.server.Get("/metrics", [impl](const httplib::Request& req, httplib::Response& res) {
     const MetricsFormat format = negotiate_metrics_format(req.get_header_value("Accept"));
     const detail::MetricsModel model = impl->snapshot();
-    res.set_content(detail::write_exposition(model.families(unix_now_ns()), format),
+    res.set_content(detail::write_exposition(model.families(detail::unix_now_ns()), format),
                     std::string(metrics_content_type(format)).c_str());
   });
   s.server.set_exception_handler(
@@ -119,7 +111,7 @@ std::string MetricsEndpoint::url() const {
 std::string MetricsEndpoint::error() const { return impl_->error; }
 
 std::string MetricsEndpoint::render(MetricsFormat format) const {
-  return detail::write_exposition(impl_->snapshot().families(unix_now_ns()), format);
+  return detail::write_exposition(impl_->snapshot().families(detail::unix_now_ns()), format);
 }
 
 void MetricsEndpoint::run_started(const Run& run) {
