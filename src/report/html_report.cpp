@@ -285,7 +285,7 @@ std::string render_html_report(std::span<const Run> runs, const HtmlReportOption
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const Run& run = runs[r];
     out += std::string(r ? "<br>" : "") + (runs.size() > 1 ? detail::run_letter(r) + ": " : "") +
-           "run " + esc(run.id) + ", " + esc(run.pipeline.model) + ", started " +
+           "run " + esc(run.id) + (run.pipeline.model.empty() ? "" : ", " + esc(run.pipeline.model)) + ", started " +
            esc(run.start_utc) + ", " + duration(static_cast<double>(run.duration_ns)) + ", " +
            std::to_string(run.steps.size()) + " steps";
   }

@@ -238,8 +238,12 @@ TEST(HtmlReport, SeveralRunsOverlayInOneChart) {
   const genscope::Run a = make_run(100);
   genscope::Run b = make_run(50);
   b.id = "fedcba9876543210fedcba9876543210";
+  b.pipeline.model = "sdxl";
   const std::vector<genscope::Run> runs{a, b};
   const std::string html = render_html_report(runs);
+  // The header names a run's model only when it has one.
+  EXPECT_NE(html.find("run 0123456789abcdef0123456789abcdef, started "), std::string::npos);
+  EXPECT_NE(html.find("run fedcba9876543210fedcba9876543210, sdxl, started "), std::string::npos);
   const std::string open = "<script type=\"application/json\" id=\"genscope-data\">";
   const std::size_t at = html.find(open) + open.size();
   const json data = json::parse(html.substr(at, html.find("</script>", at) - at));
