@@ -26,16 +26,17 @@ void RunState::add_error_locked(std::string_view source, std::string_view messag
   run.monitoring_errors.push_back(std::move(e));
 }
 
+void RunState::sample_probe(RunProbe& p, std::span<double> out) {
+  const ProbeStatus status = p.slot->sample(out);
+  if (!status.ok()) {
+    std::lock_guard lock(mutex);
+    add_error_locked(p.slot->name(), status.error, {});
+  }
+}
+
 void RunState::sample_all(std::vector<double>& row) {
   row.assign(columns.size(), kNaN);
-  for (RunProbe& p : probes) {
-    const ProbeStatus status =
-        p.slot->sample(std::span<double>(row.data() + p.first, p.count));
-    if (!status.ok()) {
-      std::lock_guard lock(mutex);
-      add_error_locked(p.slot->name(), status.error, {});
-    }
-  }
+  for (RunProbe& p : probes) sample_probe(p, std::span<double>(row.data() + p.first, p.count));
 }
 
 void RunState::sample_series_row(std::vector<double>& row, std::vector<char>& fresh,
@@ -49,11 +50,7 @@ void RunState::sample_series_row(std::vector<double>& row, std::vector<char>& fr
       std::fill_n(fresh.begin() + static_cast<std::ptrdiff_t>(p.first), p.count, 0);
       continue;
     }
-    const ProbeStatus status = p.slot->sample(out);
-    if (!status.ok()) {
-      std::lock_guard lock(mutex);
-      add_error_locked(p.slot->name(), status.error, {});
-    }
+    sample_probe(p, out);
     if (p.period_ns > 0) {
       p.held.assign(out.begin(), out.end());
       p.last_read_ns = now_ns;

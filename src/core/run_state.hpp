@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -95,6 +96,8 @@ struct RunState {
   /// Records a monitoring error once per distinct (source, message); repeats are counted.
   /// Caller holds `mutex`.
   void add_error_locked(std::string_view source, std::string_view message, std::string step);
+  /// Samples one probe into `out`; records a failure. Lock not held.
+  void sample_probe(RunProbe& p, std::span<double> out);
   /// Samples every probe into `row` (size columns.size()); records failures. Lock not held.
   void sample_all(std::vector<double>& row);
   /// The sampler's row at `now_ns`: like sample_all, except that a probe with a series
