@@ -6,7 +6,10 @@ wheel; the pure-Python package comes from python/genscope. Environment:
 - GENSCOPE_PIP_BUILD_DIR: folder for setuptools' build files and the CMake build (default
   build-pip/ in the checkout); reusing it makes the next install incremental;
 - CMAKE_ARGS: extra CMake arguments (e.g. -DCMAKE_CXX_COMPILER_LAUNCHER=ccache);
-- CMAKE_BUILD_PARALLEL_LEVEL: build jobs (default: all cores).
+- CMAKE_BUILD_PARALLEL_LEVEL: build jobs (default: all cores);
+- GENSCOPE_CMAKE_BUILD_DIR: an existing, configured build of this checkout (scripts/setup's
+  build/): its `_genscope` target is brought up to date there and packaged, instead of
+  configuring and compiling a second build (the test suite's pip test uses it).
 """
 
 import os
@@ -38,6 +41,14 @@ class CMakeExtension(Extension):
 
 class CMakeBuild(build_ext):
     def build_extension(self, ext: Extension) -> None:
+        reuse = os.environ.get("GENSCOPE_CMAKE_BUILD_DIR")
+        if reuse:
+            build_dir = Path(reuse).resolve()
+            if not (build_dir / "CMakeCache.txt").is_file():
+                raise RuntimeError(f"GENSCOPE_CMAKE_BUILD_DIR={reuse}: not a configured CMake "
+                                   "build (no CMakeCache.txt)")
+            self.build_and_copy(ext, build_dir)
+            return
         build_dir = BUILD_BASE / "cmake"
         build_dir.mkdir(parents=True, exist_ok=True)
         args = [
@@ -59,6 +70,9 @@ class CMakeBuild(build_ext):
             args += ["-G", "Ninja"]
         args += shlex.split(os.environ.get("CMAKE_ARGS", ""))
         subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build_dir), *args], check=True)
+        self.build_and_copy(ext, build_dir)
+
+    def build_and_copy(self, ext: Extension, build_dir: Path) -> None:
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
         subprocess.run(["cmake", "--build", str(build_dir), "--target", "_genscope",
                         "--parallel", jobs], check=True)

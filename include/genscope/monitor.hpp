@@ -33,8 +33,15 @@ namespace genscope {
 struct MonitorOptions {
   /// Master switch; false makes every step a no-op. GENSCOPE_DISABLE=1 also turns it off.
   bool enabled = true;
-  /// Sampling interval of the background thread (clamped to >= 1 ms).
+  /// Sampling interval of the background thread near events (clamped to >= 1 ms): after a
+  /// step begins or ends and while a sample differs from the one before by more than 2 %.
   std::chrono::microseconds sample_interval{10'000};
+  /// Adaptive cadence: while nothing happens the interval doubles after each quiet sample up
+  /// to this bound; a step boundary or a change brings it back to `sample_interval`. Per-step
+  /// peaks stay exact whatever the cadence (high-water marks); only the timeline's
+  /// resolution between events is coarser. Equal to (or below) `sample_interval`: a fixed
+  /// cadence.
+  std::chrono::microseconds max_sample_interval{500'000};
   bool sampler = true;        ///< Run the background sampler thread.
   bool process_probe = true;  ///< RSS and exact VmHWM peaks.
   bool system_probe = true;   ///< /proc/meminfo.

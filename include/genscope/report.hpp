@@ -25,5 +25,8 @@ std::string render_attachment(const Attachment& attachment, const ConsoleOptions
 std::string format_bytes(double bytes, bool sign = false);
 /// Renders a duration: "850 ns", "12.3 µs", "4.56 ms", "2.45 s", "3 min 2.0 s".
 std::string format_duration(double ns, bool plain = false);
+/// The timeline's resolution: "every 10.00 ms", or for an adaptive cadence "every 10.00 ms
+/// near events, up to 500.00 ms between".
+std::string format_cadence(const TimeSeries& series, bool plain = false);
 
 }  // namespace genscope

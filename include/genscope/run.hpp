@@ -153,7 +153,10 @@ struct TimeSeries {
   std::vector<Unit> units;           ///< Column units.
   std::vector<std::int64_t> offset_ns;  ///< Sample times from the run start.
   std::vector<double> values;  ///< Row-major: values[i * metrics.size() + m].
-  std::int64_t interval_ns = 0;   ///< Configured sampling interval.
+  std::int64_t interval_ns = 0;   ///< Configured sampling interval (near events).
+  /// Adaptive cadence: the longest interval between samples while nothing happens; 0 or
+  /// `interval_ns` for a fixed cadence.
+  std::int64_t max_interval_ns = 0;
   std::uint64_t samples_taken = 0;  ///< Samples taken, before downsampling.
   std::size_t capacity = 0;       ///< The bound on stored samples.
 

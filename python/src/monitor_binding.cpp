@@ -50,7 +50,8 @@ struct MonitorOutputs {
   std::optional<std::string> pushgateway;
 };
 
-MonitorOptions monitor_options(double sample_interval_ms, bool process, bool system, bool nvml,
+MonitorOptions monitor_options(double sample_interval_ms, double max_sample_interval_ms,
+                               bool process, bool system, bool nvml,
                                const std::optional<std::string>& nvml_library,
                                const std::optional<std::string>& log_path, bool enabled,
                                bool sampler, const MonitorOutputs& outputs) {
@@ -58,10 +59,16 @@ MonitorOptions monitor_options(double sample_interval_ms, bool process, bool sys
     throw Error("InvalidArgument", "sample_interval_ms must be a positive number, got " +
                                        std::to_string(sample_interval_ms));
   }
+  if (!(max_sample_interval_ms > 0) || !std::isfinite(max_sample_interval_ms)) {
+    throw Error("InvalidArgument", "max_sample_interval_ms must be a positive number, got " +
+                                       std::to_string(max_sample_interval_ms));
+  }
   MonitorOptions o;
   o.enabled = enabled;
   o.sample_interval =
       std::chrono::microseconds(static_cast<std::int64_t>(sample_interval_ms * 1e3));
+  o.max_sample_interval =
+      std::chrono::microseconds(static_cast<std::int64_t>(max_sample_interval_ms * 1e3));
   o.sampler = sampler;
   o.process_probe = process;
   o.system_probe = system;
@@ -200,12 +207,13 @@ void register_monitor(py::module_& m) {
                        std::optional<std::string> nvml_library, std::optional<std::string> log_path,
                        bool enabled, bool sampler, py::object cuda_allocator, bool record,
                        std::optional<std::string> history_db, int metrics_port,
-                       std::string metrics_bind, std::optional<std::string> pushgateway) {
+                       std::string metrics_bind, std::optional<std::string> pushgateway,
+                       double max_sample_interval_ms) {
              const MonitorOutputs outputs{record, std::move(history_db), metrics_port,
                                           std::move(metrics_bind), std::move(pushgateway)};
              return std::make_unique<PyMonitor>(
-                 monitor_options(sample_interval_ms, process, system, nvml, nvml_library, log_path,
-                                 enabled, sampler, outputs),
+                 monitor_options(sample_interval_ms, max_sample_interval_ms, process, system,
+                                 nvml, nvml_library, log_path, enabled, sampler, outputs),
                  std::move(cuda_allocator));
            }),
            py::arg("sample_interval_ms") = 10.0, py::arg("process") = true,
@@ -213,7 +221,8 @@ void register_monitor(py::module_& m) {
            py::arg("log_path") = py::none(), py::arg("enabled") = true, py::arg("sampler") = true,
            py::arg("cuda_allocator") = py::none(), py::kw_only(), py::arg("record") = false,
            py::arg("history_db") = py::none(), py::arg("metrics_port") = 0,
-           py::arg("metrics_bind") = "127.0.0.1", py::arg("pushgateway") = py::none())
+           py::arg("metrics_bind") = "127.0.0.1", py::arg("pushgateway") = py::none(),
+           py::arg("max_sample_interval_ms") = 500.0)
       .def(
           "start_run",
           [](PyMonitor& self, const std::string& pipeline, const std::string& model,

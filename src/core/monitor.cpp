@@ -162,6 +162,10 @@ ActiveRun Monitor::start_run(RunOptions options) {
   r.absent_probes = std::move(absent);
   r.series.interval_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(state_->options.sample_interval).count();
+  const std::int64_t max_interval_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(state_->options.max_sample_interval)
+          .count();
+  if (max_interval_ns > r.series.interval_ns) r.series.max_interval_ns = max_interval_ns;
   if (!state_->options.sampler) r.notes.push_back("sampler disabled: peaks are exact or endpoints");
   run->start_steady_ns = detail::steady_now_ns();
   {

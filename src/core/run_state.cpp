@@ -286,29 +286,75 @@ void MonitorState::stop_sampler() {
   if (sampler.joinable()) sampler.join();
 }
 
+void MonitorState::wake_sampler() noexcept {
+  if (options.max_sample_interval <= options.sample_interval) return;  // fixed cadence
+  sampler_events.fetch_add(1, std::memory_order_relaxed);
+  sampler_cv.notify_all();
+}
+
+namespace {
+
+// A sample "changes" when a column moved by more than 2 % of its previous value (or left or
+// reached zero): memory being allocated or freed, a GPU filling up.
+bool row_changed(const std::vector<double>& prev, const std::vector<double>& row) {
+  if (prev.size() != row.size()) return true;
+  for (std::size_t c = 0; c < row.size(); ++c) {
+    const double a = prev[c];
+    const double b = row[c];
+    if (std::isnan(a) || std::isnan(b)) continue;
+    if (std::fabs(b - a) > 0.02 * std::max(std::fabs(a), std::fabs(b))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// The cadence: `fast` after a step boundary (wake_sampler) and while samples change; each
+// quiet sample doubles the interval up to `slow`. A boundary that arrives during a long wait
+// wakes the sampler, which then samples `fast` after its previous sample (at once if that
+// moment has passed).
 void MonitorState::sampler_loop() {
-  const auto interval = std::max(options.sample_interval, std::chrono::microseconds(1000));
-  const std::int64_t interval_ns = std::chrono::nanoseconds(interval).count();
+  const auto fast = std::max(options.sample_interval, std::chrono::microseconds(1000));
+  const auto slow = std::max(options.max_sample_interval, fast);
+  const std::int64_t interval_ns = std::chrono::nanoseconds(fast).count();
   std::vector<double> row;
+  std::vector<double> prev;
   std::vector<char> fresh;
-  auto next = std::chrono::steady_clock::now();
+  auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(fast);
+  auto last = std::chrono::steady_clock::now();
+  std::uint64_t seen_events = sampler_events.load(std::memory_order_relaxed);
   std::unique_lock lock(mutex);
   for (;;) {
     if (sampler_stop) return;
     if (sampled_run == nullptr) {
       sampler_cv.wait(lock, [&] { return sampler_stop || sampled_run != nullptr; });
-      next = std::chrono::steady_clock::now();
+      last = std::chrono::steady_clock::now();
+      interval = fast;
+      prev.clear();
       continue;
     }
-    next += interval;
+    auto next = last + interval;
     const auto now = std::chrono::steady_clock::now();
     if (next < now) next = now + interval;  // fell behind: skip, never burst
-    if (sampler_cv.wait_until(lock, next, [&] { return sampler_stop; })) return;
+    const bool stopped = sampler_cv.wait_until(lock, next, [&] {
+      return sampler_stop || sampler_events.load(std::memory_order_relaxed) != seen_events;
+    });
+    if (sampler_stop) return;
+    if (stopped) {  // a step boundary: back to the fast interval, counted from the last sample
+      seen_events = sampler_events.load(std::memory_order_relaxed);
+      if (interval > fast) {
+        interval = fast;
+        if (last + interval > std::chrono::steady_clock::now()) continue;
+      }
+    }
     std::shared_ptr<RunState> run = sampled_run;
     if (run == nullptr) continue;
     lock.unlock();
+    last = std::chrono::steady_clock::now();
     run->sample_series_row(row, fresh, steady_now_ns(), interval_ns);
     const std::int64_t t = steady_now_ns();
+    const bool changed = row_changed(prev, row);
+    prev = row;
     {
       std::lock_guard run_lock(run->mutex);
       if (!run->finished) {
@@ -321,6 +367,11 @@ void MonitorState::sampler_loop() {
       }
     }
     lock.lock();
+    if (changed) {
+      interval = fast;
+    } else if (interval < slow) {
+      interval = std::min<std::chrono::steady_clock::duration>(interval * 2, slow);
+    }
   }
 }
 

@@ -145,8 +145,13 @@ struct MonitorState {
   std::condition_variable sampler_cv;
   bool sampler_stop = false;
   std::shared_ptr<RunState> sampled_run;  // the run the sampler feeds, null when idle
+  // Adaptive cadence: bumped at every step boundary; the sampler returns to the fast
+  // interval when it sees a new value.
+  std::atomic<std::uint64_t> sampler_events{0};
 
   void start_sampler(std::shared_ptr<RunState> run);
+  /// A step began or ended: sample at the fast interval again (never blocks).
+  void wake_sampler() noexcept;
   void stop_sampler();
   void sampler_loop();
 };

@@ -111,6 +111,7 @@ Step ActiveRun::step(StepKind kind, std::string_view name, const char* source) {
       run.open_steps.push_back(raw);
       run.open_count.fetch_add(1, std::memory_order_release);
     }
+    run.monitor->wake_sampler();
     // The baseline; the step's clock starts after it, so its cost is not the step's.
     std::vector<double> before;
     run.sample_all(before);
@@ -246,6 +247,7 @@ void Step::end() noexcept {
     st->record.iterations_inferred = st->iterations_inferred;
     run->finalize_locked(*st, after, end_ns);
     if (run->wants(Sink::kStepEvents)) run->sinks->post(detail::StepEndedEvent{st->record});
+    run->monitor->wake_sampler();
   } catch (...) {
     // Closing a step must never throw into the pipeline.
   }

@@ -134,7 +134,7 @@ void render_probes(std::string& out, const Run& run, const ConsoleStyle& s) {
     out += "Probes:";
     for (std::size_t i = 0; i < run.probes.size(); ++i) out += (i ? ", " : " ") + run.probes[i];
     if (run.series.interval_ns > 0) {
-      out += "; sampled every " + s.duration(static_cast<double>(run.series.interval_ns)) + " (" +
+      out += "; sampled " + format_cadence(run.series, s.plain) + " (" +
              detail::format_count(static_cast<double>(run.series.samples_taken)) + " samples)";
     }
     out += "\n";
@@ -268,8 +268,8 @@ std::string render_console(const Run& run, const ConsoleOptions& options) {
   render_summary(out, run, style);
   if (options.series && run.series.size() > 0) {
     out += "Time series: " + std::to_string(run.series.size()) + " stored samples of " +
-           std::to_string(run.series.samples_taken) + " taken, interval " +
-           style.duration(static_cast<double>(run.series.interval_ns)) + "\n";
+           std::to_string(run.series.samples_taken) + " taken, " +
+           format_cadence(run.series, style.plain) + "\n";
   }
   out += kRule;
   return out;

@@ -220,8 +220,8 @@ void run_metadata(std::string& out, const Run& run, std::size_t r, std::size_t r
   meta_row(out, "probes", probes);
   meta_row(out, "samples",
            std::to_string(run.series.size()) + " stored of " +
-               std::to_string(run.series.samples_taken) + " taken, every " +
-               duration(static_cast<double>(run.series.interval_ns)));
+               std::to_string(run.series.samples_taken) + " taken, " +
+               esc(format_cadence(run.series)));
   std::string notes;
   for (const std::string& n : run.notes) notes += (notes.empty() ? "" : "<br>") + esc(n);
   meta_row(out, "notes", notes);

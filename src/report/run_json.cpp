@@ -105,6 +105,7 @@ json step_json(const StepRecord& s) {
 json series_json(const TimeSeries& t) {
   json j;
   j["interval_ns"] = t.interval_ns;
+  if (t.max_interval_ns > t.interval_ns) j["max_interval_ns"] = t.max_interval_ns;
   j["samples_taken"] = t.samples_taken;
   j["capacity"] = t.capacity;
   json metrics = json::array();
@@ -284,6 +285,7 @@ TimeSeries read_series(const json& j, const std::string& path) {
   if (j.is_null()) return t;
   if (!j.is_object()) invalid(path, "expected an object");
   t.interval_ns = get_int(j, "interval_ns", path);
+  t.max_interval_ns = get_int(j, "max_interval_ns", path);
   t.samples_taken = static_cast<std::uint64_t>(get_int(j, "samples_taken", path));
   t.capacity = static_cast<std::size_t>(get_int(j, "capacity", path));
   for (const json& m : get_array(j, "metrics", path)) {

@@ -48,4 +48,13 @@ std::string format_duration(double ns, bool plain) {
   return buf;
 }
 
+std::string format_cadence(const TimeSeries& series, bool plain) {
+  std::string out = "every " + format_duration(static_cast<double>(series.interval_ns), plain);
+  if (series.max_interval_ns > series.interval_ns) {
+    out += " near events, up to " +
+           format_duration(static_cast<double>(series.max_interval_ns), plain) + " between";
+  }
+  return out;
+}
+
 }  // namespace genscope

@@ -75,6 +75,7 @@ MonitorOptions quiet_options() {
   o.system_probe = false;
   o.nvml_probe = false;
   o.sampler = false;
+  o.max_sample_interval = {};  // a fixed cadence: these tests count samples
   return o;
 }
 
@@ -474,6 +475,85 @@ TEST(Sampler, FillsBoundedSeriesAndSampledPeaks) {
   double top = 0;
   for (std::size_t k = 0; k < r.series.size(); ++k) top = std::max(top, r.series.at(k, 0));
   EXPECT_EQ(top, top_value);
+}
+
+// The adaptive cadence (docs/probes.md, "Sampling cadence"): quiet samples double the
+// interval up to the bound; a step boundary wakes a sampler in a long wait; a change of more
+// than 2 % brings the fast interval back.
+MonitorOptions adaptive_options(std::chrono::microseconds fast, std::chrono::microseconds slow) {
+  MonitorOptions o = quiet_options();
+  o.sampler = true;
+  o.sample_interval = fast;
+  o.max_sample_interval = slow;
+  return o;
+}
+
+TEST(Sampler, AQuietRunIsSampledEverDoublingIntervalsUpToTheBound) {
+  auto s = std::make_shared<ScriptedState>();
+  Monitor monitor(adaptive_options(5ms, 160ms));
+  monitor.add_probe(std::make_unique<ScriptedProbe>(s));
+  ActiveRun run = monitor.start_run();
+  std::this_thread::sleep_for(1200ms);
+  const genscope::Run r = run.finish();
+  EXPECT_EQ(r.series.interval_ns, 5'000'000);
+  EXPECT_EQ(r.series.max_interval_ns, 160'000'000);
+  // 5+10+20+40+80 ms, then every 160 ms: about 11 samples in 1.2 s (a fixed 5 ms cadence:
+  // 240). Fewer on a loaded machine, never more.
+  EXPECT_GE(r.series.samples_taken, 4u);
+  EXPECT_LE(r.series.samples_taken, 16u);
+  ASSERT_GE(r.series.size(), 4u);
+  std::int64_t widest = 0;
+  for (std::size_t i = 1; i < r.series.size(); ++i) {
+    const std::int64_t gap = r.series.offset_ns[i] - r.series.offset_ns[i - 1];
+    EXPECT_GT(gap, 4'000'000) << "row " << i;  // never faster than the fast interval
+    widest = std::max(widest, gap);
+  }
+  EXPECT_GE(widest, 150'000'000);
+  EXPECT_NE(render_console(r).find("sampled every 5.00 ms near events, up to 160.00 ms between"),
+            std::string::npos);
+}
+
+TEST(Sampler, AStepBoundaryWakesTheSamplerFromALongWait) {
+  auto s = std::make_shared<ScriptedState>();
+  Monitor monitor(adaptive_options(5ms, 4000ms));
+  monitor.add_probe(std::make_unique<ScriptedProbe>(s));
+  ActiveRun run = monitor.start_run();
+  std::this_thread::sleep_for(1500ms);  // the interval has grown to 640 ms and beyond
+  {
+    Step step = run.step(StepKind::kCustom, "wakes the sampler");
+    std::this_thread::sleep_for(400ms);
+  }
+  const genscope::Run r = run.finish();
+  // Without the wake-up the next sample would come at the end of a >= 640 ms wait; with it,
+  // samples follow the boundary within a few fast intervals.
+  const std::int64_t begin = r.steps[0].start_offset_ns;
+  int inside = 0;
+  for (std::size_t i = 0; i < r.series.size(); ++i) {
+    if (r.series.offset_ns[i] >= begin && r.series.offset_ns[i] < begin + 300'000'000) ++inside;
+  }
+  EXPECT_GE(inside, 3) << "samples in the 300 ms after the step began";
+}
+
+TEST(Sampler, AChangeOfMoreThan2PercentKeepsTheFastInterval) {
+  auto s = std::make_shared<ScriptedState>();
+  Monitor monitor(adaptive_options(5ms, 4000ms));
+  monitor.add_probe(std::make_unique<ScriptedProbe>(s));
+  ActiveRun run = monitor.start_run();
+  std::this_thread::sleep_for(1500ms);  // quiet: the interval has grown past 640 ms
+  const std::int64_t quiet = run.snapshot().series.samples_taken;
+  // Then the value doubles every 20 ms for 600 ms: once the sampler has seen one change it
+  // samples at the fast interval for as long as the changes go on.
+  const auto until = std::chrono::steady_clock::now() + 2600ms;
+  double v = 10;
+  while (std::chrono::steady_clock::now() < until) {
+    v = v < 1e12 ? v * 2 : 10;
+    s->set(v);
+    std::this_thread::sleep_for(20ms);
+  }
+  const genscope::Run r = run.finish();
+  const std::uint64_t busy = r.series.samples_taken - static_cast<std::uint64_t>(quiet);
+  // A quiet sampler would take 1 or 2 samples in 2.6 s (4 s bound); a fast one hundreds.
+  EXPECT_GE(busy, 30u) << "quiet " << quiet;
 }
 
 // The sampler reads /proc/meminfo at most every 100 ms and repeats the reading in the rows in

@@ -128,6 +128,7 @@ genscope::Run run_with_fake_nvml(const std::filesystem::path& scenario, const st
   o.nvml_library = library;
   o.probe_timeout = timeout;
   o.sample_interval = std::chrono::milliseconds(5);
+  o.max_sample_interval = o.sample_interval;  // a fixed cadence
   Monitor monitor(o);
   ActiveRun run = monitor.start_run({.pipeline = {.name = "fake-gpu"}});
   {

@@ -388,6 +388,7 @@ TEST(MetricsEndpointTest, ServesTheCurrentStepOverHttp) {
   o.system_probe = true;
   o.sampler = true;
   o.sample_interval = 2ms;
+  o.max_sample_interval = o.sample_interval;  // a fixed cadence
   Monitor monitor(o);
   monitor.add_sink(endpoint);
   const int port = endpoint->port();
@@ -458,6 +459,7 @@ TEST(MetricsEndpointTest, LiveFiguresEqualTheFinishedRunsFigures) {
   MonitorOptions o;
   o.nvml_library = GENSCOPE_FAKE_NVML;
   o.sample_interval = 2ms;
+  o.max_sample_interval = o.sample_interval;  // a fixed cadence
   Monitor monitor(o);
   auto endpoint = std::make_shared<MetricsEndpoint>();
   monitor.add_sink(endpoint);

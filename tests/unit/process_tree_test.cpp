@@ -96,6 +96,7 @@ MonitorOptions tree_only() {
   o.system_probe = false;
   o.nvml_probe = false;
   o.sample_interval = std::chrono::milliseconds(5);
+  o.max_sample_interval = o.sample_interval;  // a fixed cadence
   return o;
 }
 

@@ -23,6 +23,7 @@ MonitorOptions quiet_options() {
   o.system_probe = false;
   o.nvml_probe = false;
   o.sampler = false;
+  o.max_sample_interval = {};  // a fixed cadence: these tests count samples
   return o;
 }
 

@@ -89,8 +89,13 @@ void add_watched_run_options(CLI::App& cmd, WatchedRunOptions& o) {
       ->capture_default_str();
   cmd.add_flag("--no-peak-reset", o.no_peak_reset,
                "Leave each process's VmHWM alone (what getrusage/time -v report): sampled peaks");
-  cmd.add_option("--interval", o.interval_ms, "Sampling interval in ms (default 10, >= 1)")
+  cmd.add_option("--interval", o.interval_ms,
+                 "Sampling interval in ms near step boundaries and changes (default 10, >= 1)")
       ->check(CLI::Range(1.0, 10000.0));
+  cmd.add_option("--max-interval", o.max_interval_ms,
+                 "Longest sampling interval in ms while nothing happens (default 500; equal to "
+                 "--interval for a fixed cadence). Step peaks are exact at any cadence")
+      ->check(CLI::Range(1.0, 60000.0));
   cmd.add_option("--nvml-library", o.nvml_library, "NVML library path (else GENSCOPE_NVML_LIBRARY)");
   cmd.add_option("--report", o.report_file,
                  "Write the console report(s) (or --quiet lines) to FILE instead of stderr");
@@ -161,6 +166,8 @@ WatchSession& WatchedRuns::start_session(std::shared_ptr<ProcessTree> tree,
   mo.process_probe = false;  // genscope's own memory is not the program's
   mo.nvml_probe = false;     // added below, scoped to the tree
   mo.sample_interval = std::chrono::microseconds(static_cast<long>(options_.interval_ms * 1000));
+  mo.max_sample_interval =
+      std::chrono::microseconds(static_cast<long>(options_.max_interval_ms * 1000));
   configure_metrics(options_.metrics, mo);
   monitor_ = std::make_unique<Monitor>(mo);
   metrics_endpoint_ = attach_metrics_endpoint(options_.metrics, *monitor_, command_);

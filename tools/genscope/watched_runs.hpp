@@ -29,6 +29,7 @@ struct WatchedRunOptions {
   std::string runs = "auto";  // auto | program | announced (WatchOptions::runs)
   bool no_peak_reset = false;
   double interval_ms = 10;
+  double max_interval_ms = 500;
   std::string nvml_library;
   // Outputs.
   std::string report_file, out_dir, db, targets_file;

@@ -5,9 +5,16 @@
     V/bin/pip install --no-index --no-build-isolation <checkout>
 
 (Debian's setuptools, wheel and numpy come from the system site packages; nothing is
-downloaded.) The build goes through setup.py -> CMake. Its build folder is kept in the CMake
-build tree (GENSCOPE_BUILD_DIR/python/pip-build), so after the first run only changed sources
-are recompiled, and the compiler launcher of the main build (ccache) is passed on.
+downloaded.) The build goes through setup.py -> CMake. Two modes (GENSCOPE_PIP_MODE):
+
+- reuse (default; test python.pip_install): setup.py is pointed at the project's own build
+  (GENSCOPE_CMAKE_BUILD_DIR = GENSCOPE_BUILD_DIR), so pip packages the module that build has
+  already compiled: the packaging, metadata and venv import are tested without a second
+  compile;
+- clean (test python.pip_install_clean, label "slow"): a fresh CMake build folder of pip's
+  own, configured and built from nothing, as a user's `pip install .` does. The main build's
+  compiler launcher (ccache, which scripts/setup configures) is passed on, so the compiler
+  runs are cache hits when the sources are those the main build compiled.
 Skipped, with the reason printed, only where venv or pip are missing.
 """
 
@@ -22,6 +29,7 @@ SOURCE = os.path.abspath(os.environ.get("GENSCOPE_SOURCE_DIR",
                                         os.path.join(os.path.dirname(__file__), "..", "..", "..")))
 BUILD = os.environ.get("GENSCOPE_BUILD_DIR", "")
 PYTHON = "/usr/bin/python3"
+MODE = os.environ.get("GENSCOPE_PIP_MODE", "reuse")
 
 
 def venv_unavailable():
@@ -70,8 +78,12 @@ class PipInstallTest(unittest.TestCase):
         self.assertEqual(made.returncode, 0, made.stdout + made.stderr)
         env = dict(os.environ)
         env.pop("PYTHONPATH", None)
-        if BUILD:
-            env["GENSCOPE_PIP_BUILD_DIR"] = os.path.join(BUILD, "python", "pip-build")
+        env["GENSCOPE_PIP_BUILD_DIR"] = os.path.join(tmp, "pip-build")
+        if MODE == "reuse":
+            self.assertTrue(BUILD, "GENSCOPE_BUILD_DIR must name the project's build")
+            env["GENSCOPE_CMAKE_BUILD_DIR"] = BUILD
+        else:
+            env.pop("GENSCOPE_CMAKE_BUILD_DIR", None)
             env["CMAKE_ARGS"] = (env.get("CMAKE_ARGS", "") + " " + launcher_args()).strip()
         pip = [os.path.join(venv, "bin", "pip"), "install", "--no-index", "--no-build-isolation",
                SOURCE]
