@@ -14,6 +14,8 @@ StableDiffusionXLPipeline, tiny, with the real conditioning widths. Checked:
   "sdxl"), the conditioning check fails on a wrong one (SD1.5 declared SDXL, and the reverse);
 - the generation's settings as run labels and sampling-step labels;
 - Heun (2nd order) asked for 5 steps: 5 iterations, 9 scheduler steps and model calls;
+  iterations = the steps diffusers' progress bar counts for DDIM, PNDM, DPM-Solver++, KDPM2
+  and Heun, text-to-image and image-to-image;
 - a UNet error caught inside the instrumented block fails that sampling step, and the next
   generation is recorded normally;
 - durations against diffusers' own record: its tqdm progress bar (each redraw timestamped as
@@ -160,6 +162,39 @@ def check_heun():
           (s["counters"], s["labels"]))
 
 
+def check_schedulers(sd15):
+    """Iterations = the steps diffusers' own bar counts, for schedulers of order 1 and 2 and
+    with PNDM's Runge-Kutta warm-up, text-to-image and image-to-image (strength 0.75)."""
+    import diffusers
+
+    img2img = diffusers.StableDiffusionImg2ImgPipeline(**sd15.components)
+    image = torch.rand(1, 3, 64, 64, generator=torch.Generator().manual_seed(1))
+    config = sd15.scheduler.config
+    seen = []
+    try:
+        for name in ("DDIMScheduler", "PNDMScheduler", "DPMSolverMultistepScheduler",
+                     "KDPM2DiscreteScheduler", "HeunDiscreteScheduler"):
+            for pipe, extra in ((sd15, {}), (img2img, {"image": image, "strength": 0.75})):
+                pipe.scheduler = getattr(diffusers, name).from_config(config)
+                bar = BarClock()
+                pipe.set_progress_bar_config(file=bar, mininterval=0, miniters=1, disable=False)
+                run = monitor().start_run()
+                with gt.instrument(pipe, run):
+                    pipe("a cat", num_inference_steps=4, output_type="np", **extra)
+                s = sampling_steps(run.finish())[0]
+                seen.append((name, "image" in extra, s["iterations"]["count"], max(bar.at),
+                             s["counters"].get("scheduler_steps"), s["labels"].get("num_inference_steps")))
+    finally:
+        sd15.scheduler = diffusers.EulerDiscreteScheduler.from_config(config)
+        sd15.set_progress_bar_config(disable=True)
+    check(all(it == steps and label == "4" for _, _, it, steps, _, label in seen) and
+          any(calls != it for _, _, it, _, calls, _ in seen),
+          "iterations = the steps diffusers' bar counts, for DDIM, PNDM, DPM-Solver++, KDPM2, Heun, "
+          "text-to-image and image-to-image; num_inference_steps=4 as asked",
+          [f"{n}{' img2img' if i2i else ''}: {it} iterations, bar {steps}, {calls:g} scheduler steps, "
+           f"label {label}" for n, i2i, it, steps, calls, label in seen])
+
+
 def check_caught_unet_error(pipe):
     run = monitor().start_run()
     with gt.instrument(pipe, run):
@@ -259,6 +294,7 @@ def main():
     sd15 = check_sd15()
     check_sdxl()
     check_heun()
+    check_schedulers(sd15)
     check_caught_unet_error(sd15)
     table = []
     check_timings("StableDiffusionPipeline", sd15, a.steps, a.size, table)
