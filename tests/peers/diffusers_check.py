@@ -115,6 +115,15 @@ def check_sd15():
     failed = [c for c in checks_of(wrong) if not c[3]]
     check(any(c[1] == "conditioning (denoiser input)" and c[2] == "conditioning_width" for c in failed),
           "SD1.5 declared sdxl: the conditioning width check fails", failed)
+    # the prompt given as prompt_embeds: encode_prompt encodes only the negative prompt
+    embeds = torch.randn(1, 77, 768, generator=torch.Generator().manual_seed(3))
+    run = monitor().start_run()
+    with gt.instrument(pipe, run):
+        pipe(prompt_embeds=embeds, negative_prompt="blurry", num_inference_steps=2, height=64, width=64,
+             output_type="np")
+    names = [st["name"] for st in run.finish()["steps"] if st["kind"] == "text_encoding"]
+    check(names == ["text_encoder (negative)"], "SD1.5 with prompt_embeds: the one encoder call is the "
+          "negative prompt's", names)
     return pipe
 
 
