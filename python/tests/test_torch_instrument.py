@@ -262,6 +262,18 @@ class InstrumentTest(unittest.TestCase):
         self.assertEqual(names, ["text_encoder (prompt)", "text_encoder_2 (prompt)",
                                  "text_encoder (negative)", "text_encoder_2 (negative)"] * 2)
 
+    def test_a_pipeline_sharing_the_components_is_read_too(self):
+        """instrument() given a mapping (or another pipeline built on the same components):
+        the __call__ on the stack whose self holds the instrumented unet/vae/scheduler."""
+        parts = {k: getattr(self.pipe, k) for k in ("text_encoder", "text_encoder_2", "unet",
+                                                     "vae", "scheduler")}
+        run = quiet_monitor().start_run()
+        with gt.instrument(parts, run):
+            self.pipe("a red fox", "blurry", num_inference_steps=2, seed=5)
+        doc = run.finish()
+        self.assertEqual(doc["steps"][2]["name"], "text_encoder (negative)")
+        self.assertEqual((doc["labels"]["prompt"], doc["labels"]["seed"]), ("a red fox", "5"))
+
     def test_encoders_called_outside_a_pipeline_call_keep_their_names(self):
         run = quiet_monitor().start_run()
         with gt.instrument(self.pipe, run):

@@ -193,6 +193,15 @@ def check_schedulers(sd15):
                 s = sampling_steps(run.finish())[0]
                 seen.append((name, "image" in extra, s["iterations"]["count"], max(bar.at),
                              s["counters"].get("scheduler_steps"), s["labels"].get("num_inference_steps")))
+        # instrument(sd15) while the image-to-image pipeline built on its components runs
+        run = monitor().start_run()
+        with gt.instrument(sd15, run):
+            img2img("a cat", image=image, strength=0.75, num_inference_steps=4, output_type="np")
+        doc = run.finish()
+        check(doc["labels"].get("strength") == "0.75" and
+              [st["name"] for st in doc["steps"]][:2] == ["text_encoder (prompt)", "text_encoder (negative)"],
+              "a pipeline sharing the instrumented components: its call's settings and prompt roles",
+              (doc["labels"], [st["name"] for st in doc["steps"]]))
     finally:
         sd15.scheduler = diffusers.EulerDiscreteScheduler.from_config(config)
         sd15.set_progress_bar_config(disable=True)

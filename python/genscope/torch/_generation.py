@@ -3,8 +3,9 @@
 ``pipe(prompt, negative_prompt=..., num_inference_steps=..., ...)`` is not wrapped: Python
 looks ``__call__`` up on the type, so wrapping it would mean changing the pipeline's class.
 Instead, when a hooked component runs, the stack is walked up to the frame running
-``type(pipe).__call__`` (unwrapped from decorators such as ``@torch.no_grad()``) and its
-arguments are read from that frame's locals, read-only. In diffusers 0.27
+``type(pipe).__call__`` (unwrapped from decorators such as ``@torch.no_grad()``), or the
+``__call__`` of another pipeline object sharing the components, and its arguments are read
+from that frame's locals, read-only. In diffusers 0.27
 (``pipeline_stable_diffusion.py``, ``pipeline_stable_diffusion_xl.py``) ``__call__`` has
 already filled in the default ``height``/``width`` when it encodes the prompt, and
 reassigns ``num_inference_steps`` only after ``retrieve_timesteps``; the first hooked call
@@ -22,7 +23,7 @@ import inspect
 import sys
 from dataclasses import dataclass, field
 from types import CodeType
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 #: __call__ arguments recorded as labels, in this order (those present and not None).
 SETTINGS = ("prompt", "negative_prompt", "num_inference_steps", "guidance_scale", "height",
@@ -63,15 +64,19 @@ def call_code(pipe: Any) -> Optional[CodeType]:
     return code if isinstance(code, CodeType) else None
 
 
-def find_call_frame(code: Optional[CodeType]) -> Optional[Any]:
-    """The innermost frame of this thread running `code`, or None."""
-    if code is None:
-        return None
+def find_call_frame(code: Optional[CodeType],
+                    shares_components: Callable[[Any], bool]) -> Optional[Any]:
+    """The innermost frame of this thread running `code` (type(pipe).__call__), or the
+    ``__call__`` of another pipeline built on the same components
+    (``StableDiffusionImg2ImgPipeline(**pipe.components)``): its ``self`` holds one of them
+    (`shares_components`). None when neither is on the stack."""
     frame = sys._getframe(1)
     for _ in range(_MAX_DEPTH):
         if frame is None:
             return None
-        if frame.f_code is code:
+        if code is not None and frame.f_code is code:
+            return frame
+        if frame.f_code.co_name == "__call__" and shares_components(frame.f_locals.get("self")):
             return frame
         frame = frame.f_back
     return None

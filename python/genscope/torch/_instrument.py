@@ -198,7 +198,7 @@ class Instrumentation:
     def _enter_generation(self) -> Optional[Generation]:
         """The generation of the pipeline call running now (None outside a pipeline call); a
         new one when the call is not the one seen last or that one has been sampled."""
-        frame = find_call_frame(self._call_code)
+        frame = find_call_frame(self._call_code, self._shares_components)
         if frame is None:
             return None
         try:
@@ -210,6 +210,19 @@ class Instrumentation:
             return gen
         finally:
             del frame  # no reference to the pipeline's frame outlives this call
+
+    def _shares_components(self, owner: Any) -> bool:
+        """Whether `owner` (the self of a __call__ on the stack) is a pipeline holding the
+        instrumented denoiser, VAE or scheduler under diffusers' names."""
+        if owner is None:
+            return False
+        c = self.components
+        try:
+            return any(mine is not None and getattr(owner, attr, None) is mine
+                       for attr, mine in ((c.denoiser_name or "unet", c.denoiser),
+                                          ("vae", c.vae), ("scheduler", c.scheduler)))
+        except Exception:  # a property that raises: not a pipeline of ours
+            return False
 
     def _label_run(self, gen: Generation) -> None:
         if self._run_labelled:
