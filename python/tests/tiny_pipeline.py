@@ -8,8 +8,10 @@ convolutions, time embedding), randomly initialised with a fixed seed and run on
 on CUDA with ``device="cuda"``). ``__call__`` follows diffusers' StableDiffusionPipeline:
 encode the prompt and the negative prompt, set the timesteps, draw (or VAE-encode) the initial
 latents, denoise with classifier-free guidance (one batched UNet call per step, or two calls
-with ``cfg_batched=False``), decode. ``manual_generation`` runs the same computation with
-genscope steps placed by hand.
+with ``cfg_batched=False``; with ``dual=True`` the UNet also gets the pooled ``text_embeds``
+in ``added_cond_kwargs``, as SDXL's does), decode. ``manual_generation`` runs the same
+computation with genscope steps placed by hand. ``HeunScheduler`` is a second-order
+scheduler shaped like diffusers' (assign it to ``pipe.scheduler``).
 """
 
 from __future__ import annotations
