@@ -1,5 +1,7 @@
 """genscope.torch.instrument on a real PyTorch pipeline (tiny_pipeline.TinyPipeline, CPU)."""
 
+import copy
+import io
 import threading
 import unittest
 
@@ -135,6 +137,29 @@ class InstrumentTest(unittest.TestCase):
         doc = run.finish()
         counts = [s["iterations"]["count"] for s in doc["steps"] if s["kind"] == "sampling"]
         self.assertEqual(counts, [2, 3])
+
+    def test_a_module_copied_or_pickled_inside_the_block_stays_itself(self):
+        x, t = torch.randn(1, 4, 8, 8), torch.tensor([500])
+        context = torch.randn(1, 77, 2048)
+        pooled = {"text_embeds": torch.randn(1, 1280)}
+        run = quiet_monitor().start_run()
+        with gt.instrument(self.pipe, run), torch.no_grad():
+            copy_ = copy.deepcopy(self.pipe.unet)
+            copy_.conv_out.weight.zero_()
+            copy_.conv_out.bias.zero_()
+            saved = io.BytesIO()
+            torch.save(self.pipe.unet, saved)  # the whole module, wrapper included
+            copied = copy_(x, t, context, added_cond_kwargs=pooled).sample
+            original = self.pipe.unet(x, t, context, added_cond_kwargs=pooled).sample
+        run.finish()
+        self.assertTrue(torch.equal(copied, torch.zeros_like(copied)), "the copy ran the original")
+        self.assertFalse(torch.equal(original, torch.zeros_like(original)))
+        saved.seek(0)
+        loaded = torch.load(saved)
+        with torch.no_grad():
+            self.assertTrue(torch.equal(loaded(x, t, context, added_cond_kwargs=pooled).sample,
+                                        original))
+        self.assertEqual(hook_state(self.pipe), self.clean)
 
     def test_hooks_are_removed_on_exit(self):
         self.instrumented()

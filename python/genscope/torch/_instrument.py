@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import types
 from typing import Any, Callable, List, Optional, Tuple
 
 from .. import _genscope
@@ -118,9 +119,9 @@ class Instrumentation:
     def _install(self) -> None:
         c = self.components
         for name, module in c.text_encoders.items():
-            self._wrap(module, "forward", functools.partial(self._text_forward, name))
+            self._wrap_forward(module, functools.partial(self._text_forward, name))
         if c.denoiser is not None:
-            self._wrap(c.denoiser, "forward", self._denoiser_forward)
+            self._wrap_forward(c.denoiser, self._denoiser_forward)
         if c.scheduler is not None:
             self._wrap(c.scheduler, "step", self._scheduler_step)
             if callable(getattr(c.scheduler, "set_timesteps", None)):
@@ -145,6 +146,26 @@ class Instrumentation:
 
         setattr(obj, attr, wrapper)
         self._patches.append((obj, attr, had, previous, wrapper))
+
+    def _wrap_forward(self, module: Any, around: Callable[..., Any]) -> None:
+        """Shadows module.forward with a method bound to the module, calling
+        around(original, *args). Bound, not a closure over the module: ``copy.deepcopy``
+        rebinds it to the copy (which then runs its own weights), and pickling stores it as
+        ``getattr(module, "forward")``, i.e. the class's forward when loaded."""
+        had = "forward" in module.__dict__
+        previous = module.__dict__["forward"] if had else None  # accelerate's, for one
+        cls_forward = type(module).forward
+
+        def forward(mod: Any, *args: Any, **kwargs: Any) -> Any:
+            original = previous if had else functools.partial(cls_forward, mod)
+            if not self.active:
+                return original(*args, **kwargs)
+            return around(original, *args, **kwargs)
+
+        functools.update_wrapper(forward, cls_forward)  # name "forward", signature
+        bound = types.MethodType(forward, module)
+        setattr(module, "forward", bound)
+        self._patches.append((module, "forward", had, previous, bound))
 
     def _uninstall(self) -> None:
         for obj, attr, had, previous, wrapper in reversed(self._patches):
