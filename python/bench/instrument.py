@@ -38,8 +38,8 @@ from tiny_pipeline import TinyPipeline  # noqa: E402
 
 
 class TimedInstrumentation(gt.Instrumentation):
-    """instrument() whose hooks are timed with the calling thread's CPU clock (the torch hook
-    entry points and the scheduler/VAE wrappers, minus the wrapped originals)."""
+    """instrument() whose wrappers are timed with the calling thread's CPU clock (the text
+    encoder, denoiser, scheduler and VAE wrappers, minus the wrapped originals)."""
 
     spent_ns = 0
 
@@ -50,17 +50,11 @@ class TimedInstrumentation(gt.Instrumentation):
         finally:
             TimedInstrumentation.spent_ns += time.thread_time_ns() - t0
 
-    def _text_pre(self, *a, **k):
-        return self._timed(super()._text_pre, *a, **k)
+    def _text_forward(self, name, original, *a, **k):
+        return self._timed(super()._text_forward, name, self._untimed(original), *a, **k)
 
-    def _text_post(self, *a, **k):
-        return self._timed(super()._text_post, *a, **k)
-
-    def _denoiser_pre(self, *a, **k):
-        return self._timed(super()._denoiser_pre, *a, **k)
-
-    def _denoiser_post(self, *a, **k):
-        return self._timed(super()._denoiser_post, *a, **k)
+    def _denoiser_forward(self, original, *a, **k):
+        return self._timed(super()._denoiser_forward, self._untimed(original), *a, **k)
 
     def _untimed(self, original):
         def call(*a, **k):
@@ -189,12 +183,12 @@ def hook_costs():
     bare_ns = per_call_ns(loop_bare, 20000)
     monitor = genscope.Monitor(nvml=False)
     for name, loop, n, mapping in (
-            ("denoiser forward hooks (pre + post)", loop_unet, 20000,
+            ("denoiser forward wrapper", loop_unet, 20000,
              {"unet": unet, "scheduler": sched}),
             ("scheduler.step wrapper (iteration mark)", loop_sched, 20000,
              {"unet": unet, "scheduler": sched}),
-            ("text encoder hooks: step, no analysis", loop_enc, 2000, {"text_encoder": enc}),
-            ("text encoder hooks: step + (1,77,768) analysis", loop_enc, 2000,
+            ("text encoder wrapper: step, no analysis", loop_enc, 2000, {"text_encoder": enc}),
+            ("text encoder wrapper: step + (1,77,768) analysis", loop_enc, 2000,
              {"text_encoder": enc})):
         plain_ns = per_call_ns(loop, n)
         run = monitor.start_run()

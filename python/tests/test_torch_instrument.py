@@ -1,5 +1,7 @@
 """genscope.torch.instrument on a real PyTorch pipeline (tiny_pipeline.TinyPipeline, CPU)."""
 
+import copy
+import io
 import threading
 import unittest
 
@@ -9,7 +11,7 @@ import torch.nn as nn
 import genscope
 import genscope.torch as gt
 from helpers import quiet_monitor
-from tiny_pipeline import TinyPipeline, TinyUNet, manual_generation
+from tiny_pipeline import HeunScheduler, TinyPipeline, TinyUNet, manual_generation
 
 STEPS = 4
 
@@ -32,12 +34,13 @@ def attachment(step, name):
 
 
 def hook_state(pipe):
-    """Every place instrument() touches: hook dicts and instance attributes."""
+    """Every place instrument() touches: instance attributes (and no torch hooks)."""
     state = {}
     for name in ("text_encoder", "text_encoder_2", "unet"):
         module = getattr(pipe, name, None)
         if module is not None:
-            state[name] = (dict(module._forward_hooks), dict(module._forward_pre_hooks))
+            state[name] = ("forward" in module.__dict__, dict(module._forward_hooks),
+                           dict(module._forward_pre_hooks))
     state["vae"] = sorted(k for k in pipe.vae.__dict__ if k in ("encode", "decode"))
     state["scheduler"] = sorted(k for k in pipe.scheduler.__dict__ if k in ("step", "set_timesteps"))
     return state
@@ -65,15 +68,19 @@ class InstrumentTest(unittest.TestCase):
         self.assertTrue(torch.equal(by_hand, self.plain))
         self.assertEqual(kinds(doc), kinds(manual))
         self.assertEqual(kinds(doc), ["text_encoding"] * 4 + ["sampling", "vae_decode"])
-        self.assertEqual([s["name"] for s in doc["steps"][:4]],
-                         ["text_encoder", "text_encoder_2", "text_encoder", "text_encoder_2"])
+        self.assertEqual([s["name"] for s in doc["steps"][:4]],  # the prompt, then the negative
+                         ["text_encoder (prompt)", "text_encoder_2 (prompt)",
+                          "text_encoder (negative)", "text_encoder_2 (negative)"])
         s = sampling(doc)
         self.assertEqual(s["iterations"]["count"], STEPS)
         self.assertEqual(s["iterations"]["count"], sampling(manual)["iterations"]["count"])
         self.assertEqual(s["counters"]["model_evaluations"], 2 * STEPS)  # CFG: cond + uncond
         self.assertEqual(s["counters"]["model_calls"], STEPS)  # batched in one call
+        self.assertEqual(s["counters"]["scheduler_steps"], STEPS)
         self.assertEqual(s["labels"]["num_inference_steps"], str(STEPS))
         self.assertEqual(s["labels"]["scheduler"], "DDIMScheduler")
+        self.assertEqual(s["labels"]["scheduler_order"], "1")
+        self.assertNotIn("iteration", s["labels"])  # said only where steps and calls differ
         self.assertTrue(s["source"].endswith(".py:%s" % s["source"].rsplit(":", 1)[1]))
         self.assertIn("tiny_pipeline.py", s["source"])  # the pipeline's line, not genscope's
         self.assertEqual(doc["monitoring_errors"], [])
@@ -131,6 +138,29 @@ class InstrumentTest(unittest.TestCase):
         counts = [s["iterations"]["count"] for s in doc["steps"] if s["kind"] == "sampling"]
         self.assertEqual(counts, [2, 3])
 
+    def test_a_module_copied_or_pickled_inside_the_block_stays_itself(self):
+        x, t = torch.randn(1, 4, 8, 8), torch.tensor([500])
+        context = torch.randn(1, 77, 2048)
+        pooled = {"text_embeds": torch.randn(1, 1280)}
+        run = quiet_monitor().start_run()
+        with gt.instrument(self.pipe, run), torch.no_grad():
+            copy_ = copy.deepcopy(self.pipe.unet)
+            copy_.conv_out.weight.zero_()
+            copy_.conv_out.bias.zero_()
+            saved = io.BytesIO()
+            torch.save(self.pipe.unet, saved)  # the whole module, wrapper included
+            copied = copy_(x, t, context, added_cond_kwargs=pooled).sample
+            original = self.pipe.unet(x, t, context, added_cond_kwargs=pooled).sample
+        run.finish()
+        self.assertTrue(torch.equal(copied, torch.zeros_like(copied)), "the copy ran the original")
+        self.assertFalse(torch.equal(original, torch.zeros_like(original)))
+        saved.seek(0)
+        loaded = torch.load(saved)
+        with torch.no_grad():
+            self.assertTrue(torch.equal(loaded(x, t, context, added_cond_kwargs=pooled).sample,
+                                        original))
+        self.assertEqual(hook_state(self.pipe), self.clean)
+
     def test_hooks_are_removed_on_exit(self):
         self.instrumented()
         self.assertEqual(hook_state(self.pipe), self.clean)
@@ -176,11 +206,106 @@ class InstrumentTest(unittest.TestCase):
             pipe("ok", num_inference_steps=2)
         doc = run.finish()
         first = doc["steps"][0]
-        self.assertEqual(first["status"], "failed")
-        self.assertIn("exception", first["error"]["message"])
+        self.assertEqual((first["name"], first["status"]), ("text_encoder", "failed"))
+        self.assertEqual(first["error"]["type"], "IndexError")  # the forward's own exception
         self.assertTrue(all(s["parent_id"] == -1 for s in doc["steps"]),
                         "a failed forward left a step open that swallowed the next ones")
         self.assertEqual(kinds(doc)[1:], ["text_encoding"] * 4 + ["sampling", "vae_decode"])
+
+    def test_unet_exception_caught_inside_the_block_fails_sampling(self):
+        """Whatever the torch version (1.13 runs no forward hook after a raising forward):
+        the denoiser's forward is wrapped, so its exception is seen."""
+        calls = []
+
+        def third_call_fails(module, args):
+            calls.append(1)
+            if len(calls) == 3:
+                raise RuntimeError("out of memory (simulated)")
+
+        handle = self.pipe.unet.conv_out.register_forward_pre_hook(third_call_fails)
+        run = quiet_monitor().start_run()
+        try:
+            with gt.instrument(self.pipe, run):
+                try:
+                    self.pipe("a red fox", "blurry", num_inference_steps=STEPS)
+                except RuntimeError:
+                    pass  # the program catches it and goes on
+                handle.remove()
+                out = self.pipe("a red fox", "blurry", num_inference_steps=STEPS)
+        finally:
+            handle.remove()
+        self.assertTrue(torch.equal(out, self.plain))
+        self.assertEqual(hook_state(self.pipe), self.clean)
+        doc = run.finish()
+        failed, ok = [s for s in doc["steps"] if s["kind"] == "sampling"]
+        self.assertEqual(failed["status"], "failed")
+        self.assertEqual(failed["error"]["type"], "RuntimeError")
+        self.assertIn("out of memory", failed["error"]["message"])
+        self.assertEqual(failed["iterations"]["count"], 2)  # the third step's UNet call raised
+        self.assertEqual(ok["status"], "ok")
+        self.assertEqual(ok["iterations"]["count"], STEPS)
+        self.assertEqual(kinds(doc), ["text_encoding"] * 4 + ["sampling"] +
+                         ["text_encoding"] * 4 + ["sampling", "vae_decode"])
+        self.assertTrue(all(s["parent_id"] == -1 for s in doc["steps"]))
+
+    def test_second_order_scheduler_iterations_are_the_steps_asked(self):
+        pipe = TinyPipeline(dual=True)
+        pipe.scheduler = HeunScheduler()
+        plain = pipe("a red fox", "blurry", num_inference_steps=5)
+        run = quiet_monitor().start_run()
+        with gt.instrument(pipe, run):
+            out = pipe("a red fox", "blurry", num_inference_steps=5)
+        self.assertTrue(torch.equal(out, plain))
+        s = sampling(run.finish())
+        self.assertEqual(s["iterations"]["count"], 5)  # not the 9 scheduler steps
+        self.assertEqual(len(s["iterations"]["durations_ns"]), 5)
+        self.assertEqual(s["labels"]["num_inference_steps"], "5")
+        self.assertEqual(s["labels"]["scheduler_order"], "2")
+        self.assertEqual(s["counters"]["scheduler_steps"], 9)
+        self.assertEqual(s["counters"]["model_calls"], 9)
+        self.assertEqual(s["counters"]["model_evaluations"], 18)
+        self.assertIn("scheduler_steps counts scheduler.step() calls", s["labels"]["iteration"])
+
+    def test_generation_settings_are_labels(self):
+        run = quiet_monitor().start_run()
+        with gt.instrument(self.pipe, run):
+            self.pipe("a red fox", "blurry", num_inference_steps=3, guidance_scale=6.5, seed=7,
+                      height=64, width=32)
+            self.pipe("a blue fox", num_inference_steps=2)
+        doc = run.finish()
+        want = {"prompt": "a red fox", "negative_prompt": "blurry", "num_inference_steps": "3",
+                "guidance_scale": "6.5", "height": "64", "width": "32", "seed": "7"}
+        self.assertEqual({k: doc["labels"][k] for k in want}, want)  # the first generation's
+        self.assertEqual(doc["labels"]["scheduler"], "DDIMScheduler")
+        self.assertNotIn("strength", doc["labels"])  # text-to-image: no image to denoise
+        first, second = [s for s in doc["steps"] if s["kind"] == "sampling"]
+        self.assertEqual({k: first["labels"][k] for k in want}, want)
+        self.assertEqual((second["labels"]["prompt"], second["labels"]["negative_prompt"],
+                          second["labels"]["num_inference_steps"], second["labels"]["seed"]),
+                         ("a blue fox", "", "2", "0"))
+        names = [s["name"] for s in doc["steps"] if s["kind"] == "text_encoding"]
+        self.assertEqual(names, ["text_encoder (prompt)", "text_encoder_2 (prompt)",
+                                 "text_encoder (negative)", "text_encoder_2 (negative)"] * 2)
+
+    def test_a_pipeline_sharing_the_components_is_read_too(self):
+        """instrument() given a mapping (or another pipeline built on the same components):
+        the __call__ on the stack whose self holds the instrumented unet/vae/scheduler."""
+        parts = {k: getattr(self.pipe, k) for k in ("text_encoder", "text_encoder_2", "unet",
+                                                     "vae", "scheduler")}
+        run = quiet_monitor().start_run()
+        with gt.instrument(parts, run):
+            self.pipe("a red fox", "blurry", num_inference_steps=2, seed=5)
+        doc = run.finish()
+        self.assertEqual(doc["steps"][2]["name"], "text_encoder (negative)")
+        self.assertEqual((doc["labels"]["prompt"], doc["labels"]["seed"]), ("a red fox", "5"))
+
+    def test_encoders_called_outside_a_pipeline_call_keep_their_names(self):
+        run = quiet_monitor().start_run()
+        with gt.instrument(self.pipe, run):
+            self.pipe.text_encoder(torch.zeros(1, 77, dtype=torch.long))
+        doc = run.finish()
+        self.assertEqual([s["name"] for s in doc["steps"]], ["text_encoder"])
+        self.assertNotIn("prompt", doc["labels"])
 
     def test_a_failing_hook_is_a_monitoring_error_and_the_forward_result_is_kept(self):
         class LazyOutput:
@@ -222,13 +347,47 @@ class InstrumentTest(unittest.TestCase):
         self.assertEqual(caught.exception.name, "NoComponents")
         run.finish()
 
-    def test_family_expectation_adds_checks(self):
+    def test_family_checks_the_conditioning_the_unet_receives(self):
+        """SDXL: CLIP-L 768 and OpenCLIP-G 1280 are parts of the 2048 the UNet gets; checking
+        each encoder alone against SDXL would fail a correct pipeline."""
         run = quiet_monitor().start_run()
         with gt.instrument(self.pipe, run, family="sdxl"):
             self.pipe("a", num_inference_steps=2)
         doc = run.finish()
-        checks = {c["name"]: c["passed"] for c in attachment(doc["steps"][0], "conditioning")["checks"]}
-        self.assertFalse(checks["conditioning_width"])  # 768 is not SDXL's 2048
+        every = [(s["name"], a["name"], c["name"], c["passed"]) for s in doc["steps"]
+                 for a in s["attachments"] for c in a["data"].get("checks", [])]
+        self.assertTrue(every and all(c[3] for c in every), every)
+        s = sampling(doc)
+        context = attachment(s, "conditioning (denoiser input)")
+        self.assertEqual(context["shape"], [2, 77, 2048])
+        self.assertEqual(context["classification"]["family"], "SDXL")
+        self.assertEqual([c["name"] for c in context["checks"]], ["conditioning_width"])
+        self.assertEqual(attachment(s, "pooled (denoiser input)")["shape"], [2, 1280])
+        self.assertTrue(any(c[1] == "pooled (denoiser input)" for c in every))
+        encoder = attachment(doc["steps"][0], "conditioning")
+        self.assertEqual(encoder["shape"], [1, 77, 768])  # analysed, classified, not checked
+        self.assertEqual(encoder["checks"], [])
+
+    def test_family_checks_still_fail_a_wrong_pipeline(self):
+        single = TinyPipeline(dual=False)  # SD1.x conditioning (768) declared SDXL
+        run = quiet_monitor().start_run()
+        with gt.instrument(single, run, family="sdxl"):
+            single("a", num_inference_steps=2)
+        context = attachment(sampling(run.finish()), "conditioning (denoiser input)")
+        self.assertEqual([(c["name"], c["passed"]) for c in context["checks"]],
+                         [("conditioning_width", False)])
+        run = quiet_monitor().start_run()
+        with gt.instrument(self.pipe, run, family="sd1.5"):  # SDXL declared SD1.5
+            self.pipe("a", num_inference_steps=2)
+        context = attachment(sampling(run.finish()), "conditioning (denoiser input)")
+        self.assertFalse(context["checks"][0]["passed"])
+
+    def test_a_lone_text_encoder_is_checked_as_the_conditioning(self):
+        run = quiet_monitor().start_run()
+        with gt.instrument({"text_encoder": self.pipe.text_encoder}, run, family="sdxl"):
+            self.pipe.text_encoder(torch.zeros(1, 77, dtype=torch.long))
+        checks = attachment(run.finish()["steps"][0], "conditioning")["checks"]
+        self.assertEqual([(c["name"], c["passed"]) for c in checks], [("conditioning_width", False)])
 
     def test_disabled_monitor_hooks_nothing(self):
         run = quiet_monitor(enabled=False).start_run()
@@ -291,7 +450,7 @@ class ComfyStyleTest(unittest.TestCase):
         self.assertNotIn("model_evaluations", s["counters"])  # needs the latent batch
         attachment(s, "model input (first call)")
         attachment(s, "model input (last call)")
-        self.assertEqual(dict(net._forward_hooks), {})
+        self.assertNotIn("forward", net.__dict__)
 
 
 if __name__ == "__main__":

@@ -8,14 +8,16 @@ convolutions, time embedding), randomly initialised with a fixed seed and run on
 on CUDA with ``device="cuda"``). ``__call__`` follows diffusers' StableDiffusionPipeline:
 encode the prompt and the negative prompt, set the timesteps, draw (or VAE-encode) the initial
 latents, denoise with classifier-free guidance (one batched UNet call per step, or two calls
-with ``cfg_batched=False``), decode. ``manual_generation`` runs the same computation with
-genscope steps placed by hand.
+with ``cfg_batched=False``; with ``dual=True`` the UNet also gets the pooled ``text_embeds``
+in ``added_cond_kwargs``, as SDXL's does), decode. ``manual_generation`` runs the same
+computation with genscope steps placed by hand. ``HeunScheduler`` is a second-order
+scheduler shaped like diffusers' (assign it to ``pipe.scheduler``).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -90,12 +92,16 @@ def timestep_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:
 
 class TinyUNet(nn.Module):
     """Conv in, time embedding, one down block with cross-attention on the text context, one
-    up block with a skip connection, conv out: a UNet2DConditionModel in miniature."""
+    up block with a skip connection, conv out: a UNet2DConditionModel in miniature. With
+    ``pooled_dim`` the pooled text embedding (``added_cond_kwargs["text_embeds"]``, as SDXL's
+    UNet takes it) is added to the time embedding."""
 
-    def __init__(self, channels: int = 32, context_dim: int = 768, latent_channels: int = 4) -> None:
+    def __init__(self, channels: int = 32, context_dim: int = 768, latent_channels: int = 4,
+                 pooled_dim: Optional[int] = None) -> None:
         super().__init__()
         self.config = Config(in_channels=latent_channels)
         self.time_mlp = nn.Sequential(nn.Linear(64, channels), nn.SiLU(), nn.Linear(channels, channels))
+        self.add_embedding = nn.Linear(pooled_dim, channels) if pooled_dim else None
         self.conv_in = nn.Conv2d(latent_channels, channels, 3, padding=1)
         self.down = nn.Conv2d(channels, 2 * channels, 3, stride=2, padding=1)
         self.attention = nn.MultiheadAttention(2 * channels, num_heads=4, kdim=context_dim,
@@ -104,9 +110,12 @@ class TinyUNet(nn.Module):
         self.conv_out = nn.Conv2d(channels, latent_channels, 3, padding=1)
 
     def forward(self, sample: torch.Tensor, timestep: Any, encoder_hidden_states: torch.Tensor,
+                added_cond_kwargs: Optional[Dict[str, torch.Tensor]] = None,
                 return_dict: bool = True) -> Any:
         t = torch.as_tensor(timestep, device=sample.device).reshape(-1)
         temb = self.time_mlp(timestep_embedding(t, 64)).expand(sample.shape[0], -1)
+        if self.add_embedding is not None:
+            temb = temb + self.add_embedding(added_cond_kwargs["text_embeds"])
         h = self.conv_in(sample) + temb[:, :, None, None]
         d = F.silu(self.down(h))
         b, c, hh, ww = d.shape
@@ -153,6 +162,40 @@ class DDIMScheduler:
         return math.sqrt(a) * latents + math.sqrt(1 - a) * noise
 
 
+class HeunScheduler(DDIMScheduler):
+    """Second order, laid out as diffusers' HeunDiscreteScheduler: ``order = 2``; timesteps
+    ``[t0, t1, t1, ..., t(n-1), t(n-1)]`` (2n - 1, one model evaluation each);
+    ``step_index`` advances on every step(). A step() at a timestep's first visit predicts the
+    next one (DDIM); the following step() corrects that from the same start with the mean of
+    the two model outputs; the last timestep is a single first-order step."""
+
+    order = 2
+
+    def set_timesteps(self, num_inference_steps: int, device: Any = None) -> None:
+        super().set_timesteps(num_inference_steps, device)
+        t = self.timesteps
+        self.timesteps = torch.cat([t[:1], t[1:].repeat_interleave(2)])
+        self._step_index: Optional[int] = None
+        self._pending: Optional[tuple] = None  # (sample, model output, timestep) to correct
+
+    @property
+    def step_index(self) -> Optional[int]:
+        return self._step_index
+
+    def step(self, model_output: torch.Tensor, timestep: Any, sample: torch.Tensor,
+             return_dict: bool = True) -> Any:
+        if self._pending is None:
+            self._pending = (sample, model_output, timestep)
+            prev = super().step(model_output, timestep, sample, return_dict=False)[0]
+        else:
+            start, first_output, first_t = self._pending
+            self._pending = None
+            prev = super().step((first_output + model_output) / 2, first_t, start,
+                                return_dict=False)[0]
+        self._step_index = (self._step_index or 0) + 1
+        return ModelOutput(prev_sample=prev) if return_dict else (prev,)
+
+
 class DiagonalGaussian:
     def __init__(self, moments: torch.Tensor) -> None:
         self.mean, logvar = torch.chunk(moments, 2, dim=1)
@@ -196,12 +239,12 @@ class TinyPipeline:
         self.device = torch.device(device)
         self.tokenizer = CharTokenizer()
         self.text_encoder = TextEncoder(768)
-        context = 768
+        context, pooled = 768, None
         if dual:  # SDXL-like: a second encoder, widths concatenated, pooled text_embeds
             self.tokenizer_2 = CharTokenizer()
             self.text_encoder_2 = TextEncoder(1280, projection=True)
-            context = 768 + 1280
-        self.unet = TinyUNet(channels, context)
+            context, pooled = 768 + 1280, 1280
+        self.unet = TinyUNet(channels, context, pooled_dim=pooled)
         self.vae = TinyVAE(channels)
         self.scheduler = DDIMScheduler()
         for module in self.modules():
@@ -216,15 +259,18 @@ class TinyPipeline:
     def num_timesteps(self) -> int:
         return self._num_timesteps
 
-    def encode_prompt(self, prompt: str) -> torch.Tensor:
-        contexts = []
+    def encode_prompt(self, prompt: str) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """(context: the encoders' last hidden states joined, pooled: the last encoder's
+        text_embeds when it has them), like SDXL's encode_prompt."""
+        contexts, pooled = [], None
         for tok, enc in (("tokenizer", "text_encoder"), ("tokenizer_2", "text_encoder_2")):
             if getattr(self, enc, None) is None:
                 continue
             ids = getattr(self, tok)([prompt]).input_ids.to(self.device)
             out = getattr(self, enc)(ids)
             contexts.append(out.last_hidden_state)
-        return torch.cat(contexts, dim=-1)
+            pooled = getattr(out, "text_embeds", None)
+        return torch.cat(contexts, dim=-1), pooled
 
     def prepare_latents(self, height: int, width: int, generator: torch.Generator,
                         image: Optional[torch.Tensor], timesteps: torch.Tensor) -> torch.Tensor:
@@ -237,16 +283,27 @@ class TinyPipeline:
         noise = torch.randn(latents.shape, generator=generator).to(self.device)
         return self.scheduler.add_noise(latents, noise, timesteps[:1])
 
-    def denoise_once(self, latents: torch.Tensor, t: torch.Tensor, cond: torch.Tensor,
-                     uncond: torch.Tensor, guidance_scale: float, cfg_batched: bool) -> torch.Tensor:
+    def denoise_once(self, latents: torch.Tensor, t: torch.Tensor, cond: Tuple[Any, Any],
+                     uncond: Tuple[Any, Any], guidance_scale: float,
+                     cfg_batched: bool) -> torch.Tensor:
+        """One guided step; cond / uncond are encode_prompt's (context, pooled)."""
         model_input = self.scheduler.scale_model_input(latents, t)
+
+        def added(*pooled: Optional[torch.Tensor]) -> Dict[str, Any]:
+            if pooled[0] is None:
+                return {}
+            return {"added_cond_kwargs": {"text_embeds": torch.cat(pooled)}}
+
         if cfg_batched:
             eps = self.unet(torch.cat([model_input] * 2), t,
-                            encoder_hidden_states=torch.cat([uncond, cond])).sample
+                            encoder_hidden_states=torch.cat([uncond[0], cond[0]]),
+                            **added(uncond[1], cond[1])).sample
             eps_uncond, eps_cond = eps.chunk(2)
         else:
-            eps_uncond = self.unet(model_input, t, encoder_hidden_states=uncond).sample
-            eps_cond = self.unet(model_input, t, encoder_hidden_states=cond).sample
+            eps_uncond = self.unet(model_input, t, encoder_hidden_states=uncond[0],
+                                   **added(uncond[1])).sample
+            eps_cond = self.unet(model_input, t, encoder_hidden_states=cond[0],
+                                 **added(cond[1])).sample
         return eps_uncond + guidance_scale * (eps_cond - eps_uncond)
 
     @torch.no_grad()
@@ -282,7 +339,7 @@ def manual_generation(pipe: TinyPipeline, run: Any, prompt: str, negative_prompt
     """TinyPipeline.__call__ with genscope steps placed by hand (what instrument() replaces)."""
     contexts = {}
     for which, text in (("cond", prompt), ("uncond", negative_prompt)):
-        parts = []
+        parts, pooled = [], None
         for tok, enc in (("tokenizer", "text_encoder"), ("tokenizer_2", "text_encoder_2")):
             if getattr(pipe, enc, None) is None:
                 continue
@@ -292,7 +349,8 @@ def manual_generation(pipe: TinyPipeline, run: Any, prompt: str, negative_prompt
                 step.add_counter("tokens", ids.numel())
                 step.analyze_tensor("conditioning", out.last_hidden_state, "conditioning")
             parts.append(out.last_hidden_state)
-        contexts[which] = torch.cat(parts, dim=-1)
+            pooled = getattr(out, "text_embeds", None)
+        contexts[which] = (torch.cat(parts, dim=-1), pooled)
     generator = torch.Generator().manual_seed(seed)
     pipe.scheduler.set_timesteps(num_inference_steps, device=pipe.device)
     timesteps = pipe.scheduler.timesteps

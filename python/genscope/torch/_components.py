@@ -129,7 +129,7 @@ def find_components(pipe: Any) -> Components:
             continue
         module = _text_module(obj)
         if module is None:
-            unusable(name, f"{type(obj).__name__} is not a torch module (no forward hooks)")
+            unusable(name, f"{type(obj).__name__} is not a torch module")
         elif id(module) in seen:  # one module under two names is hooked once
             found.skipped[name] = f"same module as {seen[id(module)]}"
         else:
@@ -145,7 +145,7 @@ def find_components(pipe: Any) -> Components:
             continue
         module = _denoiser_module(obj)
         if module is None:
-            unusable(name, f"{type(obj).__name__} is not a torch module (no forward hooks)")
+            unusable(name, f"{type(obj).__name__} is not a torch module")
         elif found.denoiser is None:
             found.denoiser, found.denoiser_name = module, name
         else:

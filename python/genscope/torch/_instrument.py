@@ -1,50 +1,39 @@
-"""instrument(pipe, run): steps, iterations and tensor analyses of a PyTorch pipeline by hooks.
+"""instrument(pipe, run): steps, iterations and tensor analyses of a PyTorch pipeline.
 
 What is hooked, and how:
-- text encoders: a forward pre-hook opens a ``text_encoding`` step, the forward hook analyses
-  the conditioning it returned and ends the step;
-- the denoiser (``unet`` / ``transformer``): forward hooks count model calls and the batch
-  they evaluated; the first call of a generation opens the ``sampling`` step;
-- the scheduler: ``step()`` is wrapped (one iteration per call, latents analysed at the first
-  and the last one), ``set_timesteps()`` marks the start of a new generation;
-- the VAE: ``encode()`` / ``decode()`` are wrapped (they are methods, not ``forward``), giving
-  ``latent_generation`` / ``vae_decode`` steps with ``frames`` and ``pixels`` counters.
+- text encoders and the denoiser (``unet`` / ``transformer``): ``forward`` is wrapped (an
+  instance attribute shadowing the class's method, the way accelerate's offload hooks do it).
+  A wrapper sees the call's keyword arguments and its exception on every torch version,
+  where forward hooks see neither before torch 2.0 / 2.1 (no post-hook runs after a raising
+  forward there). A text encoder call is a ``text_encoding`` step; the first denoiser call of
+  a generation opens the ``sampling`` step and analyses the conditioning it receives;
+- the scheduler: ``step()`` is wrapped (iterations, latents analysed at the first and the
+  last one), ``set_timesteps()`` marks the start of a new generation and gives the schedule;
+- the VAE: ``encode()`` / ``decode()`` are wrapped, giving ``latent_generation`` /
+  ``vae_decode`` steps with ``frames`` and ``pixels`` counters;
+- the pipeline's ``__call__`` is read, not wrapped (_generation.py): its arguments become the
+  generation's labels and tell the prompt's encoder calls from the negative prompt's.
 
-A hook never changes an input or an output (every hook returns None; the wrappers return
-what the wrapped method returned) and never raises into the pipeline: a failure inside a hook
-is recorded in the run's monitoring_errors (source ``torch.instrument``). On exit every hook
-handle is removed and every wrapped method restored, also when the pipeline raised.
+A wrapper never changes an input or an output (it returns what the wrapped method returned
+and re-raises what it raised) and never raises into the pipeline: a failure inside genscope's
+code is recorded in the run's monitoring_errors (source ``torch.instrument``). On exit every
+wrapped method is restored, also when the pipeline raised.
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
-import sys
 import threading
+import types
 from typing import Any, Callable, List, Optional, Tuple
 
 from .. import _genscope
 from ._components import Components, find_components
-from ._tensors import (batch_of, caller, encoder_outputs, first_tensor, frames_and_pixels,
-                       is_tensor, latent_of_encode)
+from ._generation import Generation, call_code, find_call_frame, read_generation
+from ._tensors import (batch_of, caller, denoiser_conditioning, encoder_outputs, first_tensor,
+                       frames_and_pixels, is_tensor, latent_of_encode)
 
 _SOURCE = "torch.instrument"
-_ORPHAN = ("the forward raised an exception that the pipeline caught; the step was ended at "
-           "the next hooked call")
-
-
-@functools.lru_cache(maxsize=1)
-def _hook_options() -> Tuple[bool, bool]:
-    """(with_kwargs, always_call) support of the installed torch (2.0 and 2.1 added them)."""
-    try:
-        import torch
-
-        pre = inspect.signature(torch.nn.Module.register_forward_pre_hook).parameters
-        post = inspect.signature(torch.nn.Module.register_forward_hook).parameters
-        return "with_kwargs" in pre and "with_kwargs" in post, "always_call" in post
-    except Exception:
-        return False, False
 
 
 class _Sampling:
@@ -57,6 +46,8 @@ class _Sampling:
         self.calls = 0  # completed denoiser calls
         self.evaluations = 0.0  # latent evaluations (CFG counts twice)
         self.iterations = 0
+        self.scheduler_steps = 0  # scheduler.step() calls
+        self.marked_at = 0  # scheduler_steps when the latest iteration was marked
         self.pending_batches: List[int] = []  # denoiser batches since the last scheduler step
         self.last_latents: Any = None  # output of the latest scheduler step
         self.first_input: Any = None  # without a scheduler: the first / latest model input
@@ -65,8 +56,19 @@ class _Sampling:
         self.calls_in_iteration = 0
 
 
+class _Schedule:
+    """What scheduler.set_timesteps() was asked and made, for diffusers' progress-bar rule."""
+
+    def __init__(self, asked: Optional[int], timesteps: Optional[int], order: int) -> None:
+        self.asked = asked  # num_inference_steps given to set_timesteps
+        self.timesteps = timesteps  # len(scheduler.timesteps) it made
+        self.order = order
+        # diffusers: num_warmup_steps = len(timesteps) - num_inference_steps * scheduler.order
+        self.warmup = max(timesteps - asked * order, 0) if asked and timesteps else 0
+
+
 class Instrumentation:
-    """The context manager returned by instrument(); hooks are live between enter and exit."""
+    """The context manager returned by instrument(); wrappers are live between enter and exit."""
 
     def __init__(self, pipe: Any, run: Any, *, analyze: bool = True,
                  family: Optional[str] = None) -> None:
@@ -76,16 +78,16 @@ class Instrumentation:
         self.run = run
         self.analyze = analyze
         self.family = family
-        self.hook_errors = 0  #: Failures inside hooks (each one is also a monitoring error).
+        self.hook_errors = 0  #: Failures inside genscope's code (each a monitoring error).
         self.active = False
-        self._handles: List[Any] = []
         self._patches: List[Tuple[Any, str, bool, Any, Any]] = []
-        self._text_open: List[Tuple[str, Any, int]] = []  # (name, step, thread)
         self._vae_depth = threading.local()
         self._sampling: Optional[_Sampling] = None
-        self._num_steps: Optional[int] = None
+        self._schedule: Optional[_Schedule] = None
+        self._call_code = call_code(pipe)
+        self._generation: Optional[Generation] = None
+        self._run_labelled = False
         self._entered = False
-        self._always_call = False
 
     # --- context manager ------------------------------------------------------------------
     def __enter__(self) -> "Instrumentation":
@@ -106,11 +108,8 @@ class Instrumentation:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         if not self.active:
             return False
-        self.active = False  # hooks still reachable from elsewhere now pass through
+        self.active = False  # wrappers still reachable from elsewhere now pass through
         try:
-            for name, step, _ in self._text_open:
-                self._guard(name, lambda s=step: self._fail_step(s, exc, _ORPHAN))
-            self._text_open.clear()
             self._guard("sampling", lambda: self._end_sampling(exc))
         finally:
             self._uninstall()
@@ -119,18 +118,10 @@ class Instrumentation:
     # --- installation -----------------------------------------------------------------------
     def _install(self) -> None:
         c = self.components
-        with_kwargs, always_call = _hook_options()
-        self._always_call = always_call
-        pre_kw = {"with_kwargs": True} if with_kwargs else {}
-        post_kw = dict(pre_kw, **({"always_call": True} if always_call else {}))
         for name, module in c.text_encoders.items():
-            self._handles.append(module.register_forward_pre_hook(
-                functools.partial(self._text_pre, name), **pre_kw))
-            self._handles.append(module.register_forward_hook(
-                functools.partial(self._text_post, name), **post_kw))
+            self._wrap_forward(module, functools.partial(self._text_forward, name))
         if c.denoiser is not None:
-            self._handles.append(c.denoiser.register_forward_pre_hook(self._denoiser_pre, **pre_kw))
-            self._handles.append(c.denoiser.register_forward_hook(self._denoiser_post, **post_kw))
+            self._wrap_forward(c.denoiser, self._denoiser_forward)
         if c.scheduler is not None:
             self._wrap(c.scheduler, "step", self._scheduler_step)
             if callable(getattr(c.scheduler, "set_timesteps", None)):
@@ -156,10 +147,27 @@ class Instrumentation:
         setattr(obj, attr, wrapper)
         self._patches.append((obj, attr, had, previous, wrapper))
 
+    def _wrap_forward(self, module: Any, around: Callable[..., Any]) -> None:
+        """Shadows module.forward with a method bound to the module, calling
+        around(original, *args). Bound, not a closure over the module: ``copy.deepcopy``
+        rebinds it to the copy (which then runs its own weights), and pickling stores it as
+        ``getattr(module, "forward")``, i.e. the class's forward when loaded."""
+        had = "forward" in module.__dict__
+        previous = module.__dict__["forward"] if had else None  # accelerate's, for one
+        cls_forward = type(module).forward
+
+        def forward(mod: Any, *args: Any, **kwargs: Any) -> Any:
+            original = previous if had else functools.partial(cls_forward, mod)
+            if not self.active:
+                return original(*args, **kwargs)
+            return around(original, *args, **kwargs)
+
+        functools.update_wrapper(forward, cls_forward)  # name "forward", signature
+        bound = types.MethodType(forward, module)
+        setattr(module, "forward", bound)
+        self._patches.append((module, "forward", had, previous, bound))
+
     def _uninstall(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
         for obj, attr, had, previous, wrapper in reversed(self._patches):
             if obj.__dict__.get(attr) is not wrapper:  # replaced meanwhile: ours stays inert
                 self._record(f"{type(obj).__name__}.{attr}",
@@ -191,36 +199,60 @@ class Instrumentation:
             self._failed(where, e)
             return None
 
-    def _raised(self, output: Any) -> Optional[BaseException]:
-        """The exception a forward raised, when torch (>= 2.1, always_call) runs the forward
-        hook from its exception handler: output is None there and the exception is current."""
-        return sys.exc_info()[1] if self._always_call and output is None else None
-
     @staticmethod
-    def _fail_step(step: Any, exc: Optional[BaseException], orphan_message: str) -> None:
-        if exc is not None:
-            step.__exit__(type(exc), exc, exc.__traceback__)
-        else:
-            step.fail(orphan_message)
-            step.end()
+    def _fail_step(step: Any, exc: BaseException) -> None:
+        step.__exit__(type(exc), exc, exc.__traceback__)
 
-    def _analyze(self, step: Any, name: str, tensor: Any, role: str, **extra: Any) -> None:
-        if self.family is not None and role in ("conditioning", "pooled", "latent"):
+    def _analyze(self, step: Any, name: str, tensor: Any, role: str, *,
+                 family: bool = True, **extra: Any) -> None:
+        if family and self.family is not None and role in ("conditioning", "pooled", "latent"):
             extra["family"] = self.family
         step.analyze_tensor(name, tensor, role, **extra)
 
-    # --- steps of this thread ---------------------------------------------------------------------
-    def _close_orphans(self) -> None:
-        """Text-encoding steps of this thread still open when another component runs: their
-        forward raised (torch < 2.1 calls no forward hook then) and the pipeline went on."""
-        me = threading.get_ident()
-        keep = []
-        for entry in self._text_open:
-            if entry[2] == me:
-                self._guard(entry[0], lambda s=entry[1]: self._fail_step(s, None, _ORPHAN))
-            else:
-                keep.append(entry)
-        self._text_open = keep
+    def _check_encoder_family(self) -> bool:
+        """Family checks on a text encoder's own output only where it is what the model gets:
+        no denoiser hooked (where the joined conditioning is checked) and one encoder (SDXL's
+        CLIP-L 768 and OpenCLIP-G 1280 are parts of its 2048, not conditionings)."""
+        return self.components.denoiser is None and len(self.components.text_encoders) == 1
+
+    # --- generations ----------------------------------------------------------------------------
+    def _enter_generation(self) -> Optional[Generation]:
+        """The generation of the pipeline call running now (None outside a pipeline call); a
+        new one when the call is not the one seen last or that one has been sampled."""
+        frame = find_call_frame(self._call_code, self._shares_components)
+        if frame is None:
+            return None
+        try:
+            gen = self._generation
+            if gen is None or gen.sampled or gen.frame_id != id(frame):
+                gen = read_generation(frame)
+                self._generation = gen
+                self._label_run(gen)
+            return gen
+        finally:
+            del frame  # no reference to the pipeline's frame outlives this call
+
+    def _shares_components(self, owner: Any) -> bool:
+        """Whether `owner` (the self of a __call__ on the stack) is a pipeline holding the
+        instrumented denoiser, VAE or scheduler under diffusers' names."""
+        if owner is None:
+            return False
+        c = self.components
+        try:
+            return any(mine is not None and getattr(owner, attr, None) is mine
+                       for attr, mine in ((c.denoiser_name or "unet", c.denoiser),
+                                          ("vae", c.vae), ("scheduler", c.scheduler)))
+        except Exception:  # a property that raises: not a pipeline of ours
+            return False
+
+    def _label_run(self, gen: Generation) -> None:
+        if self._run_labelled:
+            return  # the run's labels are its first generation's; each sampling step has its own
+        self._run_labelled = True
+        for key, value in gen.settings.items():
+            self.run.label(key, value)
+        if self.components.scheduler is not None:
+            self.run.label("scheduler", type(self.components.scheduler).__name__)
 
     def _begin_sampling(self) -> _Sampling:
         c = self.components
@@ -232,22 +264,46 @@ class Instrumentation:
             step.label("model_class", type(c.denoiser).__name__)
         if c.scheduler is not None:
             step.label("scheduler", type(c.scheduler).__name__)
-        if self._num_steps is not None:
-            step.label("num_inference_steps", self._num_steps)
+            step.label("scheduler_order", self._order())
+        gen = self._generation
+        if gen is not None and not gen.sampled:
+            for key, value in gen.settings.items():
+                step.label(key, value)
+        if self._schedule is not None and self._schedule.asked is not None and (
+                gen is None or "num_inference_steps" not in gen.settings):
+            step.label("num_inference_steps", self._schedule.asked)
         step.begin_iterations()
         return state
+
+    def _order(self) -> int:
+        if self._schedule is not None:
+            return self._schedule.order
+        order = getattr(self.components.scheduler, "order", 1)
+        return order if isinstance(order, int) and order >= 1 else 1
 
     def _end_sampling(self, exc: Optional[BaseException] = None) -> None:
         s = self._sampling
         if s is None:
             return
         self._sampling = None
+        if self._generation is not None:
+            self._generation.sampled = True
         try:
             # Counted in Python per call, recorded once: the per-iteration path stays short.
             if s.calls:
                 s.step.add_counter("model_calls", float(s.calls))
             if s.evaluations:
                 s.step.add_counter("model_evaluations", s.evaluations)
+            if s.scheduler_steps:
+                s.step.add_counter("scheduler_steps", float(s.scheduler_steps))
+                if exc is None and s.scheduler_steps > s.marked_at:
+                    s.step.mark_iteration()  # the last step of a schedule that ends mid-order
+                    s.iterations += 1
+                if s.iterations != s.scheduler_steps:
+                    s.step.label("iteration", "a denoising step as asked (num_inference_steps); "
+                                 "scheduler_steps counts scheduler.step() calls, model_calls "
+                                 "the denoiser's forward calls, model_evaluations the latents "
+                                 "it evaluated (classifier-free guidance counts 2)")
             if self.components.scheduler is None and s.calls_in_iteration > 0:
                 s.step.mark_iteration()  # the last iteration ends here
             if self.analyze:
@@ -257,22 +313,29 @@ class Instrumentation:
                     self._analyze(s.step, "model input (last call)", s.last_input, "latent")
         finally:
             if exc is not None:
-                s.step.__exit__(type(exc), exc, exc.__traceback__)
+                self._fail_step(s.step, exc)
             else:
                 s.step.end()
 
     # --- text encoders ----------------------------------------------------------------------------
-    def _text_pre(self, name: str, module: Any, args: Tuple[Any, ...],
-                  kwargs: Optional[dict] = None) -> None:
-        if self.active:
-            self._guard(name, lambda: self._text_begin(name, args, kwargs or {}))
-        return None
+    def _text_forward(self, name: str, original: Callable[..., Any], *args: Any,
+                      **kwargs: Any) -> Any:
+        step = self._guard(name, lambda: self._text_begin(name, args, kwargs))
+        try:
+            output = original(*args, **kwargs)
+        except BaseException as e:
+            if step is not None:
+                self._guard(name, functools.partial(self._fail_step, step, e))
+            raise
+        if step is not None:
+            self._guard(name, lambda: self._text_end(step, output))
+        return output
 
-    def _text_begin(self, name: str, args: Tuple[Any, ...], kwargs: dict) -> None:
-        self._close_orphans()
+    def _text_begin(self, name: str, args: Tuple[Any, ...], kwargs: dict) -> Any:
         self._end_sampling()  # a text encoder after sampling: the next generation begins
-        step = self.run.step("text_encoding", name, source=caller())
-        self._text_open.append((name, step, threading.get_ident()))
+        gen = self._enter_generation()
+        title = f"{name} ({gen.role_of_next_call(name)})" if gen is not None else name
+        step = self.run.step("text_encoding", title, source=caller())
         ids = args[0] if args else kwargs.get("input_ids")
         if is_tensor(ids) and not getattr(ids.dtype, "is_floating_point", True):
             step.add_counter("tokens", float(ids.numel()))
@@ -281,52 +344,42 @@ class Instrumentation:
         max_length = getattr(tokenizer, "model_max_length", None) if tokenizer else None
         if isinstance(max_length, int) and max_length < 1 << 40:
             step.label("max_tokens", max_length)
+        return step
 
-    def _text_post(self, name: str, module: Any, args: Tuple[Any, ...], *rest: Any) -> None:
-        if self.active:
-            self._guard(name, lambda: self._text_end(name, rest[-1]))
-        return None
-
-    def _text_end(self, name: str, output: Any) -> None:
-        me = threading.get_ident()
-        for i in range(len(self._text_open) - 1, -1, -1):
-            if self._text_open[i][0] == name and self._text_open[i][2] == me:
-                step = self._text_open.pop(i)[1]
-                break
-        else:
-            return
-        exc = self._raised(output)
-        if exc is not None:
-            self._fail_step(step, exc, _ORPHAN)
-            return
+    def _text_end(self, step: Any, output: Any) -> None:
         try:
             if self.analyze:
+                family = self._check_encoder_family()
                 context, pooled = encoder_outputs(output)
                 if context is not None:
                     extra = {"pooled_shape": tuple(pooled.shape)} if pooled is not None else {}
-                    self._analyze(step, "conditioning", context, "conditioning", **extra)
-                if pooled is not None:
-                    self._analyze(step, "pooled", pooled, "pooled")
+                    self._analyze(step, "conditioning", context, "conditioning", family=family,
+                                  **extra)
+                if pooled is not None:  # not checked: SD1.x's has no width in the table
+                    self._analyze(step, "pooled", pooled, "pooled", family=False)
         finally:
             step.end()
 
     # --- denoiser ---------------------------------------------------------------------------------
-    def _denoiser_pre(self, module: Any, args: Tuple[Any, ...],
-                      kwargs: Optional[dict] = None) -> None:
-        if not self.active:
-            return None
+    def _denoiser_forward(self, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self._sampling is None or self.components.scheduler is None:
+            self._guard("denoiser", lambda: self._denoiser_begin(args, kwargs))
         try:
-            if (self._sampling is not None and self.components.scheduler is not None
-                    and not self._text_open):
-                return None  # the usual call: nothing to record before the forward
-            self._denoiser_begin(args, kwargs or {})
-        except Exception as e:  # noqa: BLE001 - the pipeline must not see it
-            self._failed("denoiser", e)
-        return None
+            output = original(*args, **kwargs)
+        except BaseException as e:
+            # The call failed, so the generation did; whether the pipeline catches it or not.
+            self._guard("denoiser", functools.partial(self._denoiser_failed, e))
+            raise
+        self._guard("denoiser", lambda: self._denoiser_end(output))
+        return output
 
     def _denoiser_begin(self, args: Tuple[Any, ...], kwargs: dict) -> None:
-        self._close_orphans()
-        s = self._sampling or self._begin_sampling()
+        s = self._sampling
+        if s is None:
+            self._enter_generation()
+            s = self._begin_sampling()
+            if self.analyze:
+                self._analyze_received_conditioning(s.step, args, kwargs)
         s.calls_started += 1
         if self.components.scheduler is not None:
             return
@@ -352,44 +405,67 @@ class Instrumentation:
                 self._analyze(s.step, "model input (first call)", x, "latent")
         s.last_input = x
 
-    def _denoiser_post(self, module: Any, args: Tuple[Any, ...], *rest: Any) -> None:
-        if not self.active:
-            return None
-        try:
-            s = self._sampling
-            output = rest[-1]
-            if s is None or self._raised(output) is not None:
-                return None  # the exception reaches the pipeline
-            s.calls += 1
-            batch = batch_of(first_tensor(output, "sample"))
-            if batch is not None:
-                s.pending_batches.append(batch)
-        except Exception as e:  # noqa: BLE001
-            self._failed("denoiser", e)
-        return None
+    def _analyze_received_conditioning(self, step: Any, args: Tuple[Any, ...],
+                                       kwargs: dict) -> None:
+        """The conditioning as the denoiser receives it (first call of a generation): SDXL's
+        2048-wide context (CLIP-L and OpenCLIP-G penultimate states joined) and pooled 1280,
+        checked against the family; ComfyUI's ADM vector ``y`` is classified, not checked
+        (it is the pooled vector joined with size embeddings)."""
+        context, pooled, adm = denoiser_conditioning(args, kwargs)
+        if context is not None and len(context.shape) == 3:
+            extra = {"pooled_shape": tuple(pooled.shape)} if pooled is not None else {}
+            self._analyze(step, "conditioning (denoiser input)", context, "conditioning", **extra)
+        if pooled is not None:
+            self._analyze(step, "pooled (denoiser input)", pooled, "pooled")
+        if adm is not None:
+            self._analyze(step, "adm vector (denoiser input)", adm, "pooled", family=False)
+
+    def _denoiser_failed(self, exc: BaseException) -> None:
+        s = self._sampling
+        if s is not None and s.thread == threading.get_ident():
+            self._end_sampling(exc)
+
+    def _denoiser_end(self, output: Any) -> None:
+        s = self._sampling
+        if s is None:
+            return
+        s.calls += 1
+        batch = batch_of(first_tensor(output, "sample"))
+        if batch is not None:
+            s.pending_batches.append(batch)
 
     # --- scheduler ----------------------------------------------------------------------------------
     def _set_timesteps(self, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         self._guard("scheduler.set_timesteps", self._close_generation)
         result = original(*args, **kwargs)
-        self._guard("scheduler.set_timesteps", self._read_num_steps)
+        self._guard("scheduler.set_timesteps", lambda: self._read_schedule(args, kwargs))
         return result
 
     def _close_generation(self) -> None:
         if self._sampling is not None and (self._sampling.iterations > 0 or
                                            self._sampling.calls_started > 0):
             self._end_sampling()
+        self._enter_generation()
 
-    def _read_num_steps(self) -> None:
-        timesteps = getattr(self.components.scheduler, "timesteps", None)
-        self._num_steps = len(timesteps) if timesteps is not None else None
-        if self._sampling is not None and self._num_steps is not None:
-            self._sampling.step.label("num_inference_steps", self._num_steps)
+    def _read_schedule(self, args: Tuple[Any, ...], kwargs: dict) -> None:
+        scheduler = self.components.scheduler
+        asked = args[0] if args else kwargs.get("num_inference_steps")
+        asked = asked if isinstance(asked, int) and not isinstance(asked, bool) else None
+        timesteps = getattr(scheduler, "timesteps", None)
+        try:
+            count = len(timesteps) if timesteps is not None else None
+        except TypeError:
+            count = None
+        order = getattr(scheduler, "order", 1)
+        order = order if isinstance(order, int) and order >= 1 else 1
+        self._schedule = _Schedule(asked if asked is not None else count, count, order)
+        if self._sampling is not None and self._schedule.asked is not None:
+            self._sampling.step.label("num_inference_steps", self._schedule.asked)
 
     def _scheduler_step(self, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         sample = args[2] if len(args) > 2 else kwargs.get("sample")
         try:
-            if self._sampling is None or self._sampling.iterations == 0:
+            if self._sampling is None or self._sampling.scheduler_steps == 0:
                 self._scheduler_begin(sample)
         except Exception as e:  # noqa: BLE001
             self._failed("scheduler.step", e)
@@ -402,7 +478,7 @@ class Instrumentation:
 
     def _scheduler_begin(self, sample: Any) -> None:
         s = self._sampling or self._begin_sampling()
-        if s.iterations == 0 and self.analyze and is_tensor(sample):
+        if s.scheduler_steps == 0 and self.analyze and is_tensor(sample):
             self._analyze(s.step, "latents (first iteration)", sample, "latent")
 
     def _scheduler_end(self, sample: Any, result: Any) -> None:
@@ -418,8 +494,25 @@ class Instrumentation:
             # of twice the batch (diffusers) or in two calls (ComfyUI when memory is short).
             s.evaluations += sum(s.pending_batches) / batch
         s.pending_batches.clear()
-        s.iterations += 1
-        s.step.mark_iteration()
+        s.scheduler_steps += 1
+        if self._completes_iteration(s.scheduler_steps):
+            s.marked_at = s.scheduler_steps
+            s.iterations += 1
+            s.step.mark_iteration()
+
+    def _completes_iteration(self, i: int) -> bool:
+        """Whether the i-th scheduler.step() call (from 1) ends a denoising step as the user
+        counts them: diffusers' progress-bar rule (the pipelines' denoising loops), update
+        when ``i > num_warmup_steps and i % scheduler.order == 0`` or at the schedule's last
+        timestep (2nd-order schedulers such as Heun end with a single 1st-order step)."""
+        warmup = self._schedule.warmup if self._schedule is not None else 0
+        if i > warmup and i % self._order() == 0:
+            return True
+        scheduler = self.components.scheduler
+        index = getattr(scheduler, "step_index", None)
+        timesteps = getattr(scheduler, "timesteps", None)
+        return (isinstance(index, int) and timesteps is not None and
+                index >= len(timesteps))
 
     # --- VAE -------------------------------------------------------------------------------------------
     def _vae_call(self, kind: str, name: str, original: Callable[..., Any], *args: Any,
@@ -433,7 +526,7 @@ class Instrumentation:
             result = original(*args, **kwargs)
         except BaseException as e:
             if step is not None:
-                self._guard(name, functools.partial(self._fail_step, step, e, ""))
+                self._guard(name, functools.partial(self._fail_step, step, e))
             raise
         finally:
             self._vae_depth.value = depth
@@ -442,10 +535,10 @@ class Instrumentation:
         return result
 
     def _vae_begin(self, kind: str, name: str, args: Tuple[Any, ...], kwargs: dict) -> Any:
-        self._close_orphans()
         self._end_sampling()
         step = self.run.step(kind, name, source=caller())
         if kind == "latent_generation":
+            self._enter_generation()
             pixels = args[0] if args else kwargs.get("x", kwargs.get("pixel_samples"))
             if is_tensor(pixels):
                 frames, count = frames_and_pixels(pixels)
@@ -478,6 +571,7 @@ def instrument(pipe: Any, run: Any, *, analyze: bool = True,
     ``pipe``: a diffusers pipeline, any object with diffusers' attribute names, or a mapping
     ``{"text_encoder": module, "unet": module, "vae": vae, "scheduler": scheduler, ...}``.
     ``analyze``: attach tensor analyses (conditioning, first/last latents, decoded images).
-    ``family``: the model family the tensors must match ("sdxl", "flux-dev", ...).
+    ``family``: the model family the tensors must match ("sdxl", "flux-dev", ...): checked
+    on what the denoiser receives, and on the latents.
     """
     return Instrumentation(pipe, run, analyze=analyze, family=family)

@@ -61,6 +61,27 @@ def encoder_outputs(output: Any) -> Tuple[Optional[Any], Optional[Any]]:
     return context, pooled
 
 
+def denoiser_conditioning(args: Tuple[Any, ...],
+                          kwargs: dict) -> Tuple[Optional[Any], Optional[Any], Optional[Any]]:
+    """(context, pooled, adm) a denoiser call receives.
+
+    - context (B, tokens, width): ``encoder_hidden_states`` (diffusers' UNet and transformers),
+      ``context`` (ComfyUI / ldm), else the third positional argument;
+    - pooled (B, width): ``added_cond_kwargs["text_embeds"]`` (diffusers SDXL UNet),
+      ``pooled_projections`` (diffusers SD3 / Flux transformers);
+    - adm (B, width): ComfyUI's ``y`` (SDXL: pooled 1280 joined with 6 size embeddings).
+    """
+    context = kwargs.get("encoder_hidden_states", kwargs.get("context"))
+    if context is None and len(args) > 2:
+        context = args[2]
+    pooled = kwargs.get("pooled_projections")
+    added = kwargs.get("added_cond_kwargs")
+    if pooled is None and isinstance(added, dict):
+        pooled = added.get("text_embeds")
+    adm = kwargs.get("y")
+    return tuple(x if is_tensor(x) else None for x in (context, pooled, adm))  # type: ignore
+
+
 def latent_of_encode(output: Any) -> Optional[Any]:
     """The latent of a VAE encode: a tensor, or the mean of diffusers' latent distribution."""
     dist = getattr(output, "latent_dist", None)
