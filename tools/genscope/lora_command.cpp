@@ -65,6 +65,7 @@ void print_fit(const LoraFit& fit) {
               "shape mismatches: %zu\n",
               fit.lora_keys_not_loaded.size(), fit.not_loaded.size(), fit.missing_from_file.size(),
               fit.shadowed.size(), fit.shape_mismatches.size());
+  for (const auto& b : fit.builtin_patched) std::printf("  %s patches %s\n", b.module.c_str(), b.what.c_str());
   print_list("lora key not loaded", fit.lora_keys_not_loaded, 10);
   print_list("NOT LOADED", fit.not_loaded, 10);
   print_list("missing from this file (patched by the loader, absent here)", fit.missing_from_file, 10);

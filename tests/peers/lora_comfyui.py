@@ -1,0 +1,197 @@
+#!/usr/bin/python3
+"""genscope's ComfyUI loader profile against ComfyUI's own LoRA code (v0.3.18, the peer in
+../shared/peers/comfyui), case by case.
+
+usage: lora_comfyui.py MODELS_DIR GENSCOPE     (run with ComfyUI's sources on PYTHONPATH)
+
+MODELS_DIR is the output of tests/data/make_models.py: the (base, LoRA) pairs of
+comfy_cases.json and, in comfy_models.json, the model ComfyUI builds from each base (its
+state-dict keys, the unet config model_detection derives, where each key lives in the file).
+For every pair this script runs ComfyUI's real code — comfy.lora.model_lora_keys_unet and
+model_lora_keys_clip on a stand-in model exposing those keys (and the model_base class whose
+isinstance branches apply), comfy.lora_convert.convert_lora and comfy.lora.load_lora on the
+LoRA file's real tensors — then ModelPatcher.add_patches' rule (a patch key the model's state
+dict lacks is "NOT LOADED"), and compares with `genscope lora inspect LORA --base BASE --json`:
+the "lora key not loaded" keys, the NOT LOADED keys, a KeyError, and per module the weights it
+patches: file tensors, weights the file lacks (a pruned file: missing_from_file) and the
+loader's built-in identity text_projection (builtin_patched).
+
+Cases whose rules changed after v0.3.18 are listed in NEWER_RULES with the reason and are
+not compared (genscope follows the newer revision cited in docs/lora.md). Exit 0 when every
+compared case agrees, 1 otherwise; prints "agreement: N of M cases".
+"""
+import json
+import logging
+import os
+import subprocess
+import sys
+import types
+
+ARGS = sys.argv[1:]
+sys.argv = [sys.argv[0], "--cpu"]  # what ComfyUI's argument parser reads
+import comfy.options  # noqa: E402
+
+comfy.options.enable_args_parsing()  # --cpu: this torch has no CUDA
+import comfy.lora  # noqa: E402
+import comfy.lora_convert  # noqa: E402
+import comfy.model_base  # noqa: E402
+import comfy.utils  # noqa: E402
+import torch  # noqa: E402
+
+# (LoRA, base) -> why ComfyUI v0.3.18 is not the reference (read in its comfy/lora.py).
+NEWER_RULES = {
+    ("flux_twice.safetensors", "flux.safetensors"):
+        "'<single block>.linear1_qkv' names are mapped since after v0.3.18",
+    ("qwen_peft.safetensors", "qwen_image.safetensors"):
+        "v0.3.18 has no Qwen-Image branch ('transformer.' names) nor '.lora_B.default.weight' names",
+}
+
+# Suffixes of the tensor a patch tuple starts with -> the module (load_lora's x) it came from.
+FIRST_TENSOR = [".lora_up.weight", "_lora.up.weight", ".lora_B.weight", ".lora.up.weight",
+                ".lora_linear_layer.up.weight", ".lora_B", ".hada_w1_a", ".lokr_w1_a", ".lokr_w1",
+                ".lokr_w2_a", ".lokr_w2", ".a1.weight", ".w_norm", ".b_norm", ".diff_b", ".diff",
+                ".set_weight"]
+
+
+class StandIn(torch.nn.Module):
+    """What model_lora_keys_unet / _clip read of a model: state_dict() keys, model_config."""
+    def __init__(self, keys, config):
+        torch.nn.Module.__init__(self)  # not the model class's __init__: nothing is built
+        self._keys = list(keys)
+        self.model_config = types.SimpleNamespace(unet_config=config)
+
+    def state_dict(self, *args, **kwargs):
+        return dict.fromkeys(self._keys)
+
+
+def model_class(family):
+    return {"sd3": comfy.model_base.SD3, "flux": comfy.model_base.Flux}.get(family, comfy.model_base.BaseModel)
+
+
+class NotLoadedLog(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.keys = []
+
+    def emit(self, record):
+        msg = record.getMessage()
+        if msg.startswith("lora key not loaded: "):
+            self.keys.append(msg[len("lora key not loaded: "):])
+
+
+def patch_module(patch, names_by_id):
+    """The LoRA module whose tensors a load_lora patch holds."""
+    kind, data = patch
+    first = next(t for t in data if isinstance(t, torch.Tensor))
+    key = names_by_id[id(first)]
+    for s in FIRST_TENSOR:
+        if key.endswith(s):
+            return key[:-len(s)]
+    raise AssertionError(f"unknown patch tensor {key}")
+
+
+def key_text(k):
+    """How ComfyUI prints a patch_dict key (and genscope writes it)."""
+    if isinstance(k, tuple):
+        if len(k) > 2:
+            return "('{}', None, {})".format(k[0], k[2])
+        return repr(k)
+    return k
+
+
+def comfyui(models_dir, case, model):
+    """What ComfyUI v0.3.18 does with this pair, in genscope's terms."""
+    cls = model_class(model["family"])
+    unet = type("StandIn" + cls.__name__, (StandIn, cls), {})(model["model_sdk"], model["config"])
+    key_map = {}
+    comfy.lora.model_lora_keys_unet(unet, key_map)
+    if model["clip_sdk"]:
+        comfy.lora.model_lora_keys_clip(StandIn(model["clip_sdk"], {}), key_map)
+    lora = comfy.utils.load_torch_file(os.path.join(models_dir, case["lora"]))
+    lora = comfy.lora_convert.convert_lora(lora)
+    names_by_id = {id(v): k for k, v in lora.items()}
+    log = NotLoadedLog()
+    logging.getLogger().addHandler(log)
+    try:
+        patches = comfy.lora.load_lora(lora, key_map)
+    except KeyError as e:
+        return {"error": "KeyError: {}".format(e.args[0])}
+    finally:
+        logging.getLogger().removeHandler(log)
+    sdk = set(model["model_sdk"]) | set(model["clip_sdk"])
+    missing, identity = set(model["missing"]), set(model["identity"])
+    out = {"error": None, "lora_key_not_loaded": sorted(log.keys), "not_loaded": [], "missing_from_file": [],
+           "applied": {}, "builtin": {}}
+    for k, patch in patches.items():
+        key = k if isinstance(k, str) else k[0]
+        if key not in sdk:  # ModelPatcher.add_patches: `if key in model_sd`
+            out["not_loaded"].append(key_text(k))
+            continue
+        module = patch_module(patch, names_by_id)
+        if key in missing:
+            out["missing_from_file"].append(key_text(k))
+        elif key in identity:
+            out["builtin"].setdefault(module, set()).add(key)
+        else:
+            f = model["file_of"][key]
+            out["applied"].setdefault(module, set()).add(f if isinstance(f, str) else f[0])
+    out["not_loaded"].sort()
+    out["missing_from_file"].sort()
+    return out
+
+
+def genscope_answer(genscope, models_dir, case):
+    r = subprocess.run([genscope, "lora", "inspect", os.path.join(models_dir, case["lora"]), "--base",
+                        os.path.join(models_dir, case["base"]), "--json"], capture_output=True, text=True)
+    if r.returncode not in (0, 1):
+        raise SystemExit(f"genscope lora inspect failed ({r.returncode}): {r.stderr}")
+    fit = json.loads(r.stdout)["fit"]
+    if fit["loader_failures"]:
+        msg = fit["loader_failures"][0]["message"]
+        key = msg.split("KeyError: '")[1].split("'")[0] if "KeyError: '" in msg else msg
+        return {"error": "KeyError: {}".format(key)}
+    out = {"error": None, "lora_key_not_loaded": sorted(fit["lora_key_not_loaded"]),
+           "not_loaded": sorted(fit["not_loaded"]), "missing_from_file": sorted(fit["missing_from_file"]),
+           "applied": {}, "builtin": {}}
+    for t in fit["matched"]:
+        if t.get("materialize_identity"):
+            continue
+        out["applied"].setdefault(t["module"], set()).add(t["key"])
+        if t.get("bias_key"):
+            out["applied"][t["module"]].add(t["bias_key"])
+    for b in fit["builtin_patched"]:
+        out["builtin"].setdefault(b["module"], set()).add(b["weight"])
+    return out
+
+
+def main(models_dir, genscope):
+    with open(os.path.join(models_dir, "comfy_cases.json")) as f:
+        cases = json.load(f)
+    with open(os.path.join(models_dir, "comfy_models.json")) as f:
+        models = json.load(f)
+    compared = agree = 0
+    for case in cases:
+        name = "{} on {}".format(case["lora"], case["base"])
+        why = NEWER_RULES.get((case["lora"], case["base"]))
+        if why:
+            print(f"not compared: {name}: {why}")
+            continue
+        compared += 1
+        want = comfyui(models_dir, case, models[case["base"]])
+        got = genscope_answer(genscope, models_dir, case)
+        if want == got:
+            agree += 1
+            print(f"equal: {name}")
+            continue
+        print(f"DIFFERENT: {name}")
+        for field in want:
+            if want[field] != got.get(field):
+                print(f"  {field}:\n    comfyui:  {want[field]}\n    genscope: {got.get(field)}")
+    print(f"agreement: {agree} of {compared} cases equal to ComfyUI v0.3.18")
+    return 0 if agree == compared and compared > 0 else 1
+
+
+if __name__ == "__main__":
+    if len(ARGS) != 2:
+        raise SystemExit("usage: lora_comfyui.py MODELS_DIR GENSCOPE")
+    sys.exit(main(ARGS[0], ARGS[1]))
