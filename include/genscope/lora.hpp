@@ -215,6 +215,14 @@ struct LoraBuiltinPatch {
                        ///< (identity-initialised; not in the file)".
 };
 
+/// One base file tensor a matched module patches: its weight, or its bias (a diff_b / b_norm
+/// patch, `LoraKeyTarget::bias_key`), as ComfyUI's patch dict has one entry for each.
+struct LoraPatchedTensor {
+  std::string key;     ///< Base file key.
+  std::string module;  ///< The LoRA module patching it.
+  bool bias = false;   ///< A bias patch.
+};
+
 /// What the other loader profile would do with the same files.
 struct LoraLoaderComparison {
   LoraLoader loader = LoraLoader::kDiffusers;
@@ -266,6 +274,10 @@ struct LoraFit {
   std::optional<LoraLoaderComparison> other_loader;
   /// True when every module matched with a compatible shape and no mismatch was found.
   bool fits() const noexcept;
+  /// Every base file tensor `matched` patches, weights and biases each on their own, in
+  /// `matched` order (builtin_patched weights excluded); base_weights_patched counts their
+  /// distinct keys.
+  std::vector<LoraPatchedTensor> patched_tensors() const;
 };
 
 /// Matches a LoRA against a base model file under `loader`'s rules; with

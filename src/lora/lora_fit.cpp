@@ -97,10 +97,7 @@ void finish(LoraFit& fit, const LoraFile& lora, const SafetensorsFile& base, boo
   fit.lora_tensors = lora.file().entries().size();
   fit.base_keys = base.entries().size();
   std::set<std::string> patched;
-  for (const auto& [module, target] : fit.matched) {
-    if (!target.materialize_identity) patched.insert(target.key);  // a built-in weight is no file tensor
-    if (!target.bias_key.empty()) patched.insert(target.bias_key);
-  }
+  for (const LoraPatchedTensor& t : fit.patched_tensors()) patched.insert(t.key);
   fit.base_weights_patched = patched.size();
   set_verdict(fit, lora, base_has_text_encoder);
 }
@@ -258,6 +255,16 @@ void add_matched(LoraFit& fit, const ModelPatch& p) {
 
 }  // namespace detail
 
+std::vector<LoraPatchedTensor> LoraFit::patched_tensors() const {
+  std::vector<LoraPatchedTensor> out;
+  for (const auto& [module, target] : matched) {
+    // A bias-only module's target names its bias twice; a built-in weight is no file tensor.
+    if (!target.materialize_identity && target.key != target.bias_key) out.push_back({target.key, module, false});
+    if (!target.bias_key.empty()) out.push_back({target.bias_key, module, true});
+  }
+  return out;
+}
+
 bool LoraFit::fits() const noexcept {
   return !architecture_mismatch && loader_failures.empty() && lora_keys_not_loaded.empty() && not_loaded.empty() &&
          missing_from_file.empty() && shadowed.empty() && shape_mismatches.empty() && !matched.empty();
@@ -321,6 +328,10 @@ nlohmann::json target_json(const std::string& module, const LoraKeyTarget& targe
 void to_json(nlohmann::json& j, const LoraFit& fit) {
   nlohmann::json matched = nlohmann::json::array();
   for (const auto& [module, target] : fit.matched) matched.push_back(target_json(module, target));
+  nlohmann::json patched = nlohmann::json::array();
+  for (const LoraPatchedTensor& t : fit.patched_tensors()) {
+    patched.push_back({{"key", t.key}, {"module", t.module}, {"patch", t.bias ? "bias" : "weight"}});
+  }
   nlohmann::json builtin = nlohmann::json::array();
   for (const auto& b : fit.builtin_patched) builtin.push_back({{"module", b.module}, {"weight", b.weight}, {"what", b.what}});
   nlohmann::json shadowed = nlohmann::json::array();
@@ -349,6 +360,7 @@ void to_json(nlohmann::json& j, const LoraFit& fit) {
                      {"shadowed_count", fit.shadowed.size()},
                      {"shape_mismatch_count", fit.shape_mismatches.size()},
                      {"matched", std::move(matched)},
+                     {"patched", std::move(patched)},
                      {"lora_key_not_loaded", fit.lora_keys_not_loaded},
                      {"not_loaded", fit.not_loaded},
                      {"missing_from_file", fit.missing_from_file},

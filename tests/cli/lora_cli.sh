@@ -53,6 +53,11 @@ grep -q "matched 2 modules -> 1 base weights patched" "$tmp/tp.txt" || fail "tex
 grep -qF "lora_te1_text_projection patches the clip_l text encoder's built-in text_projection (identity-initialised; not in the file)" \
   "$tmp/tp.txt" || fail "text projection line: $(cat "$tmp/tp.txt")"
 grep -q "missing from this file: 0" "$tmp/tp.txt" || fail "text projection missing: $(cat "$tmp/tp.txt")"
+# Generic SDXL names with bias patches (diff_b, b_norm, a diff on a bias's own name).
+"$G" lora inspect "$tmp/sdxl_generic.safetensors" --base "$tmp/sdxl.safetensors" > "$tmp/generic.txt" \
+  || fail "generic inspect: $(cat "$tmp/generic.txt")"
+grep -q "matched 5 modules -> 8 base weights patched, 5 of them biases" "$tmp/generic.txt" \
+  || fail "generic biases: $(cat "$tmp/generic.txt")"
 set +e
 "$G" lora inspect "$tmp/sd15_kohya.safetensors" --loader automatic > /dev/null 2> "$tmp/err.txt"
 rc=$?

@@ -23,6 +23,7 @@ compared case agrees, 1 otherwise; prints "agreement: N of M cases".
 import json
 import logging
 import os
+import struct
 import subprocess
 import sys
 import types
@@ -35,6 +36,7 @@ comfy.options.enable_args_parsing()  # --cpu: this torch has no CUDA
 import comfy.lora  # noqa: E402
 import comfy.lora_convert  # noqa: E402
 import comfy.model_base  # noqa: E402
+import comfy.model_detection  # noqa: E402
 import comfy.utils  # noqa: E402
 import torch  # noqa: E402
 
@@ -99,15 +101,52 @@ def key_text(k):
     return k
 
 
-def comfyui(models_dir, case, model):
-    """What ComfyUI v0.3.18 does with this pair, in genscope's terms."""
+def stand_in(model):
+    """The diffusion model and text encoder ComfyUI's key maps read, from a model description."""
     cls = model_class(model["family"])
     unet = type("StandIn" + cls.__name__, (StandIn, cls), {})(model["model_sdk"], model["config"])
+    return unet, StandIn(model["clip_sdk"], {}) if model["clip_sdk"] else None
+
+
+def real_checkpoint(path):
+    """ComfyUI's own model of a checkpoint, built as CheckpointLoaderSimple builds it
+    (comfy/sd.py load_state_dict_guess_config: model_detection, get_model, the clip target)
+    on the meta device from the file's header, and a description of where each key lives."""
+    with open(path, "rb") as f:
+        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    header.pop("__metadata__", None)
+    dtypes = {"F16": torch.float16, "F32": torch.float32, "BF16": torch.bfloat16, "I64": torch.int64}
+    sd = {k: torch.empty(v["shape"], dtype=dtypes[v["dtype"]], device="meta") for k, v in header.items()}
+    prefix = comfy.model_detection.unet_prefix_from_state_dict(sd)
+    config = comfy.model_detection.model_config_from_unet(sd, prefix)
+    unet = config.get_model(sd, prefix, device="meta")
+    clip = config.clip_target(state_dict=sd).clip(device="meta", dtype=torch.float32)
+    # Where each model key comes from: BaseModel.load_model_weights strips the UNet prefix;
+    # process_clip_state_dict renames the text encoder's keys (same tensor objects).
+    file_of = {"diffusion_model." + k[len(prefix):]: k for k in header if k.startswith(prefix)}
+    name_of = {id(t): k for k, t in sd.items()}
+    for k, t in config.process_clip_state_dict(dict(sd)).items():
+        if id(t) in name_of:
+            file_of[k] = name_of[id(t)]
+    model_sdk = [k for k in unet.state_dict() if k.startswith("diffusion_model.")]
+    clip_sdk = list(clip.state_dict())
+    absent = [k for k in model_sdk + clip_sdk if k not in file_of]
+    # comfy/clip_model.py: CLIPTextModel's text_projection is identity-initialised.
+    identity = [k for k in absent if k.endswith(".transformer.text_projection.weight")]
+    description = {"model_sdk": model_sdk, "clip_sdk": clip_sdk, "file_of": file_of, "identity": identity,
+                   "missing": [k for k in absent if k not in identity]}
+    return (unet, clip), description
+
+
+def comfyui(lora_path, models, model):
+    """What ComfyUI v0.3.18 does with a LoRA on `models` (diffusion model, text encoder),
+    in genscope's terms; `model` describes where their keys live in the base file."""
+    unet, clip = models
     key_map = {}
     comfy.lora.model_lora_keys_unet(unet, key_map)
-    if model["clip_sdk"]:
-        comfy.lora.model_lora_keys_clip(StandIn(model["clip_sdk"], {}), key_map)
-    lora = comfy.utils.load_torch_file(os.path.join(models_dir, case["lora"]))
+    if clip is not None:
+        comfy.lora.model_lora_keys_clip(clip, key_map)
+    lora = comfy.utils.load_torch_file(lora_path)
     lora = comfy.lora_convert.convert_lora(lora)
     names_by_id = {id(v): k for k, v in lora.items()}
     log = NotLoadedLog()
@@ -140,9 +179,9 @@ def comfyui(models_dir, case, model):
     return out
 
 
-def genscope_answer(genscope, models_dir, case):
-    r = subprocess.run([genscope, "lora", "inspect", os.path.join(models_dir, case["lora"]), "--base",
-                        os.path.join(models_dir, case["base"]), "--json"], capture_output=True, text=True)
+def genscope_answer(genscope, lora_path, base_path):
+    r = subprocess.run([genscope, "lora", "inspect", lora_path, "--base", base_path, "--json"],
+                       capture_output=True, text=True)
     if r.returncode not in (0, 1):
         raise SystemExit(f"genscope lora inspect failed ({r.returncode}): {r.stderr}")
     fit = json.loads(r.stdout)["fit"]
@@ -153,18 +192,25 @@ def genscope_answer(genscope, models_dir, case):
     out = {"error": None, "lora_key_not_loaded": sorted(fit["lora_key_not_loaded"]),
            "not_loaded": sorted(fit["not_loaded"]), "missing_from_file": sorted(fit["missing_from_file"]),
            "applied": {}, "builtin": {}}
-    for t in fit["matched"]:
-        if t.get("materialize_identity"):
-            continue
+    for t in fit["patched"]:  # weights and biases, each on its own as in ComfyUI's patch dict
         out["applied"].setdefault(t["module"], set()).add(t["key"])
-        if t.get("bias_key"):
-            out["applied"][t["module"]].add(t["bias_key"])
     for b in fit["builtin_patched"]:
         out["builtin"].setdefault(b["module"], set()).add(b["weight"])
     return out
 
 
-def main(models_dir, genscope):
+def compare(name, want, got):
+    if want == got:
+        print(f"equal: {name}")
+        return True
+    print(f"DIFFERENT: {name}")
+    for field in want:
+        if want[field] != got.get(field):
+            print(f"  {field}:\n    comfyui:  {want[field]}\n    genscope: {got.get(field)}")
+    return False
+
+
+def main(models_dir, genscope, checkpoint):
     with open(os.path.join(models_dir, "comfy_cases.json")) as f:
         cases = json.load(f)
     with open(os.path.join(models_dir, "comfy_models.json")) as f:
@@ -177,21 +223,28 @@ def main(models_dir, genscope):
             print(f"not compared: {name}: {why}")
             continue
         compared += 1
-        want = comfyui(models_dir, case, models[case["base"]])
-        got = genscope_answer(genscope, models_dir, case)
-        if want == got:
-            agree += 1
-            print(f"equal: {name}")
-            continue
-        print(f"DIFFERENT: {name}")
-        for field in want:
-            if want[field] != got.get(field):
-                print(f"  {field}:\n    comfyui:  {want[field]}\n    genscope: {got.get(field)}")
-    print(f"agreement: {agree} of {compared} cases equal to ComfyUI v0.3.18")
-    return 0 if agree == compared and compared > 0 else 1
+        lora = os.path.join(models_dir, case["lora"])
+        model = models[case["base"]]
+        agree += compare(name, comfyui(lora, stand_in(model), model),
+                         genscope_answer(genscope, lora, os.path.join(models_dir, case["base"])))
+    print(f"agreement: {agree} of {compared} cases equal to ComfyUI v0.3.18 (stand-in models of the generated bases)")
+    total = (agree, compared)
+    if checkpoint:
+        # The LoRAs of the SD1.x / SDXL cases on the real SD1.5 layout, with ComfyUI's own model of it.
+        real, model = real_checkpoint(checkpoint)
+        compared = agree = 0
+        for lora_name in sorted({c["lora"] for c in cases if c["base"].startswith(("sd15", "sdxl"))}):
+            compared += 1
+            lora = os.path.join(models_dir, lora_name)
+            agree += compare(f"{lora_name} on {os.path.basename(checkpoint)}", comfyui(lora, real, model),
+                             genscope_answer(genscope, lora, checkpoint))
+        print(f"agreement: {agree} of {compared} cases equal to ComfyUI v0.3.18 (its model of {os.path.basename(checkpoint)})")
+        total = (total[0] + agree, total[1] + compared)
+    print(f"agreement: {total[0]} of {total[1]} cases in all")
+    return 0 if total[0] == total[1] and total[1] > 0 else 1
 
 
 if __name__ == "__main__":
-    if len(ARGS) != 2:
-        raise SystemExit("usage: lora_comfyui.py MODELS_DIR GENSCOPE")
-    sys.exit(main(ARGS[0], ARGS[1]))
+    if len(ARGS) not in (2, 3):
+        raise SystemExit("usage: lora_comfyui.py MODELS_DIR GENSCOPE [SD15_CHECKPOINT]")
+    sys.exit(main(ARGS[0], ARGS[1], ARGS[2] if len(ARGS) == 3 else None))

@@ -55,10 +55,7 @@ TEST(ComfyFit, EveryPairMatchesComfyUIsRules) {
     // File tensors patched; the loader's built-in weights (an identity text_projection the
     // file lacks) separately, by the loader's model key.
     std::map<std::string, std::set<std::string>> applied, builtin;
-    for (const auto& [module, target] : fit.matched) {
-      if (!target.materialize_identity) applied[module].insert(target.key);
-      if (!target.bias_key.empty()) applied[module].insert(target.bias_key);
-    }
+    for (const LoraPatchedTensor& t : fit.patched_tensors()) applied[t.module].insert(t.key);
     for (const auto& b : fit.builtin_patched) builtin[b.module].insert(b.weight);
     std::map<std::string, std::set<std::string>> want, want_builtin;
     for (const auto& [module, keys] : c["applied"].items()) {
@@ -203,6 +200,18 @@ TEST(ComfyFit, GenericSdxlNamesPatchBiases) {
   }
   EXPECT_EQ(fit.base_weights_patched, 8u);
   EXPECT_TRUE(fit.builtin_patched.empty());
+  // Each bias patch is a patched tensor of its own (ComfyUI's patch dict has "<key>.bias").
+  std::set<std::string> biases;
+  for (const LoraPatchedTensor& t : fit.patched_tensors()) {
+    if (t.bias) biases.insert(t.module + " -> " + t.key);
+  }
+  EXPECT_EQ(biases, (std::set<std::string>{
+                        "diffusion_model.input_blocks.4.1.proj_out -> " + b + "proj_out.bias",
+                        "lora_unet_input_blocks_4_1_norm -> " + b + "norm.bias",
+                        "diffusion_model.input_blocks.4.1.proj_in -> " + b + "proj_in.bias",
+                        "lora_unet_input_blocks_4_1_transformer_blocks_0_norm1 -> " + b + "transformer_blocks.0.norm1.bias"}));
+  const nlohmann::json j = fit;
+  EXPECT_EQ(j["patched"].size(), 8u);  // 3 weights, 4 bias patches, the diff on middle_block's bias
 }
 
 // Issue 21: lora_te1_text_projection on SD1.5 patches the text_projection ComfyUI's
