@@ -96,8 +96,11 @@ void finish(LoraFit& fit, const LoraFile& lora, const SafetensorsFile& base, boo
   fit.lora_arch = lora.arch();
   fit.lora_tensors = lora.file().entries().size();
   fit.base_keys = base.entries().size();
-  std::set<std::string> patched;
-  for (const LoraPatchedTensor& t : fit.patched_tensors()) patched.insert(t.key);
+  std::set<std::string_view> patched;  // the distinct keys of fit.patched_tensors()
+  for (const auto& [module, target] : fit.matched) {
+    if (!target.materialize_identity) patched.insert(target.key);  // a built-in weight is no file tensor
+    if (!target.bias_key.empty()) patched.insert(target.bias_key);
+  }
   fit.base_weights_patched = patched.size();
   set_verdict(fit, lora, base_has_text_encoder);
 }
