@@ -2,11 +2,12 @@
 """genscope's ComfyUI loader profile against ComfyUI's own LoRA code (v0.3.18, the peer in
 ../shared/peers/comfyui), case by case.
 
-usage: lora_comfyui.py MODELS_DIR GENSCOPE     (run with ComfyUI's sources on PYTHONPATH)
+usage: lora_comfyui.py MODELS_DIR GENSCOPE [SD15_CHECKPOINT]
+       (run from ComfyUI's directory with its sources on PYTHONPATH: tests/peers/lora_comfyui.sh)
 
 MODELS_DIR is the output of tests/data/make_models.py: the (base, LoRA) pairs of
 comfy_cases.json and, in comfy_models.json, the model ComfyUI builds from each base (its
-state-dict keys, the unet config model_detection derives, where each key lives in the file).
+state-dict keys, the unet config the generator gives it, where each key lives in the file).
 For every pair this script runs ComfyUI's real code — comfy.lora.model_lora_keys_unet and
 model_lora_keys_clip on a stand-in model exposing those keys (and the model_base class whose
 isinstance branches apply), comfy.lora_convert.convert_lora and comfy.lora.load_lora on the
@@ -16,9 +17,13 @@ the "lora key not loaded" keys, the NOT LOADED keys, a KeyError, and per module 
 patches: file tensors, weights the file lacks (a pruned file: missing_from_file) and the
 loader's built-in identity text_projection (builtin_patched).
 
+With SD15_CHECKPOINT (the peers' random-weight SD1.5, real layout), the LoRAs of the SD1.x /
+SDXL pairs are compared once more on ComfyUI's own model of that file: model_detection's
+config, get_model and the clip target built on the meta device from the file's header.
+
 Cases whose rules changed after v0.3.18 are listed in NEWER_RULES with the reason and are
 not compared (genscope follows the newer revision cited in docs/lora.md). Exit 0 when every
-compared case agrees, 1 otherwise; prints "agreement: N of M cases".
+compared case agrees, 1 otherwise; prints "agreement: N of M cases ..." lines.
 """
 import json
 import logging
