@@ -203,6 +203,26 @@ struct LoraLoaderFailure {
   std::string message;  ///< What the loader does, in words.
 };
 
+/// A weight the loader builds itself and patches, which is not a tensor of the base file:
+/// ComfyUI's CLIP text encoders always have a text_projection, identity-initialised when the
+/// checkpoint has none (SD1.x, SDXL's CLIP-L, Flux). The fit still lists the module in
+/// `matched` (materialize_identity: a merge writes the patched identity as a new tensor),
+/// but it is not counted among the base weights patched, nor as missing from the file.
+struct LoraBuiltinPatch {
+  std::string module;  ///< The LoRA module, e.g. "lora_te1_text_projection".
+  std::string weight;  ///< The loader's model key, e.g. "clip_l.transformer.text_projection.weight".
+  std::string what;    ///< In words, e.g. "the clip_l text encoder's built-in text_projection
+                       ///< (identity-initialised; not in the file)".
+};
+
+/// One base file tensor a matched module patches: its weight, or its bias (a diff_b / b_norm
+/// patch, `LoraKeyTarget::bias_key`), as ComfyUI's patch dict has one entry for each.
+struct LoraPatchedTensor {
+  std::string key;     ///< Base file key.
+  std::string module;  ///< The LoRA module patching it.
+  bool bias = false;   ///< A bias patch.
+};
+
 /// What the other loader profile would do with the same files.
 struct LoraLoaderComparison {
   LoraLoader loader = LoraLoader::kDiffusers;
@@ -230,6 +250,8 @@ struct LoraFit {
   /// Model keys the loader builds from the detected config and patches, but this file lacks
   /// (a pruned checkpoint): ComfyUI applies these modules; a merge cannot.
   std::vector<std::string> missing_from_file;
+  /// Weights the loader builds itself (not in the file) that matched modules patch.
+  std::vector<LoraBuiltinPatch> builtin_patched;
   /// Modules dropped because a later name reaches the same weight (warning).
   std::vector<LoraShadowedModule> shadowed;
   /// Modules the loader fails on (the whole load fails with the loader).
@@ -242,7 +264,8 @@ struct LoraFit {
   std::vector<std::string> shape_mismatches;
   std::size_t lora_tensors = 0;          ///< Tensors in the LoRA file.
   std::size_t tensors_loaded = 0;        ///< Of which the loader uses.
-  std::size_t base_weights_patched = 0;  ///< Distinct base keys receiving a patch.
+  std::size_t base_weights_patched = 0;  ///< Distinct base file tensors receiving a patch
+                                         ///< (builtin_patched weights not counted).
   std::size_t base_keys = 0;
   bool architecture_mismatch = false;
   /// One sentence naming the loader, e.g. "comfyui: all 264 modules load onto this SDXL base".
@@ -251,6 +274,10 @@ struct LoraFit {
   std::optional<LoraLoaderComparison> other_loader;
   /// True when every module matched with a compatible shape and no mismatch was found.
   bool fits() const noexcept;
+  /// Every base file tensor `matched` patches, weights and biases each on their own, in
+  /// `matched` order (builtin_patched weights excluded); base_weights_patched counts their
+  /// distinct keys.
+  std::vector<LoraPatchedTensor> patched_tensors() const;
 };
 
 /// Matches a LoRA against a base model file under `loader`'s rules; with

@@ -96,9 +96,9 @@ void finish(LoraFit& fit, const LoraFile& lora, const SafetensorsFile& base, boo
   fit.lora_arch = lora.arch();
   fit.lora_tensors = lora.file().entries().size();
   fit.base_keys = base.entries().size();
-  std::set<std::string> patched;
+  std::set<std::string_view> patched;  // the distinct keys of fit.patched_tensors()
   for (const auto& [module, target] : fit.matched) {
-    patched.insert(target.key);
+    if (!target.materialize_identity) patched.insert(target.key);  // a built-in weight is no file tensor
     if (!target.bias_key.empty()) patched.insert(target.bias_key);
   }
   fit.base_weights_patched = patched.size();
@@ -208,6 +208,14 @@ void add_matched(LoraFit& fit, const ModelPatch& p) {
                                    t.pieces.front().where.key + "'" + (p.rows > 0 ? " rows window" : "") + " " +
                                    shape_text(expected));
   }
+  if (t.kind == ModelTensor::Kind::kIdentity) {
+    // ComfyUI's CLIPTextModel builds text_projection as an identity Linear; the file has none.
+    const std::string_view key = p.patch_key;
+    const std::size_t tower_end = key.find('.');
+    fit.builtin_patched.push_back({m.name, p.patch_key,
+                                   "the " + std::string(key.substr(0, tower_end)) +
+                                       " text encoder's built-in text_projection (identity-initialised; not in the file)"});
+  }
   if (t.pieces.size() == 1 && t.pieces[0].rows == 0) {
     LoraKeyTarget target = t.pieces[0].where;
     if (p.rows > 0) {
@@ -249,6 +257,16 @@ void add_matched(LoraFit& fit, const ModelPatch& p) {
 }
 
 }  // namespace detail
+
+std::vector<LoraPatchedTensor> LoraFit::patched_tensors() const {
+  std::vector<LoraPatchedTensor> out;
+  for (const auto& [module, target] : matched) {
+    // A bias-only module's target names its bias twice; a built-in weight is no file tensor.
+    if (!target.materialize_identity && target.key != target.bias_key) out.push_back({target.key, module, false});
+    if (!target.bias_key.empty()) out.push_back({target.bias_key, module, true});
+  }
+  return out;
+}
 
 bool LoraFit::fits() const noexcept {
   return !architecture_mismatch && loader_failures.empty() && lora_keys_not_loaded.empty() && not_loaded.empty() &&
@@ -313,6 +331,12 @@ nlohmann::json target_json(const std::string& module, const LoraKeyTarget& targe
 void to_json(nlohmann::json& j, const LoraFit& fit) {
   nlohmann::json matched = nlohmann::json::array();
   for (const auto& [module, target] : fit.matched) matched.push_back(target_json(module, target));
+  nlohmann::json patched = nlohmann::json::array();
+  for (const LoraPatchedTensor& t : fit.patched_tensors()) {
+    patched.push_back({{"key", t.key}, {"module", t.module}, {"patch", t.bias ? "bias" : "weight"}});
+  }
+  nlohmann::json builtin = nlohmann::json::array();
+  for (const auto& b : fit.builtin_patched) builtin.push_back({{"module", b.module}, {"weight", b.weight}, {"what", b.what}});
   nlohmann::json shadowed = nlohmann::json::array();
   for (const auto& s : fit.shadowed) shadowed.push_back({{"module", s.module}, {"by", s.by}, {"key", s.key}});
   const auto failures_json = [](const std::vector<LoraLoaderFailure>& list) {
@@ -335,12 +359,15 @@ void to_json(nlohmann::json& j, const LoraFit& fit) {
                      {"lora_key_not_loaded_count", fit.lora_keys_not_loaded.size()},
                      {"not_loaded_count", fit.not_loaded.size()},
                      {"missing_from_file_count", fit.missing_from_file.size()},
+                     {"builtin_patched_count", fit.builtin_patched.size()},
                      {"shadowed_count", fit.shadowed.size()},
                      {"shape_mismatch_count", fit.shape_mismatches.size()},
                      {"matched", std::move(matched)},
+                     {"patched", std::move(patched)},
                      {"lora_key_not_loaded", fit.lora_keys_not_loaded},
                      {"not_loaded", fit.not_loaded},
                      {"missing_from_file", fit.missing_from_file},
+                     {"builtin_patched", std::move(builtin)},
                      {"shadowed", std::move(shadowed)},
                      {"loader_failures", failures_json(fit.loader_failures)},
                      {"merge_unsupported", failures_json(fit.merge_unsupported)},

@@ -45,6 +45,19 @@ grep -q "NOT LOADED: 0, missing from this file: 2" "$tmp/pruned.txt" || fail "pr
 "$G" lora inspect "$tmp/sd15_twice.safetensors" --base "$tmp/sd15.safetensors" > "$tmp/twice.txt" || true
 grep -q "lora_unet_input_blocks_1_1_proj_in (shadowed by lora_unet_down_blocks_0_attentions_0_proj_in" "$tmp/twice.txt" \
   || fail "shadowed: $(cat "$tmp/twice.txt")"
+# CLIP-L's text_projection on SD1.5: ComfyUI patches its own identity-initialised projection,
+# which is not a tensor of the file: said as such, not counted as a patched base weight.
+"$G" lora inspect "$tmp/sd15_text_projection.safetensors" --base "$tmp/sd15.safetensors" > "$tmp/tp.txt" \
+  || fail "text projection inspect: $(cat "$tmp/tp.txt")"
+grep -q "matched 2 modules -> 1 base weights patched" "$tmp/tp.txt" || fail "text projection count: $(cat "$tmp/tp.txt")"
+grep -qF "lora_te1_text_projection patches the clip_l text encoder's built-in text_projection (identity-initialised; not in the file)" \
+  "$tmp/tp.txt" || fail "text projection line: $(cat "$tmp/tp.txt")"
+grep -q "missing from this file: 0" "$tmp/tp.txt" || fail "text projection missing: $(cat "$tmp/tp.txt")"
+# Generic SDXL names with bias patches (diff_b, b_norm, a diff on a bias's own name).
+"$G" lora inspect "$tmp/sdxl_generic.safetensors" --base "$tmp/sdxl.safetensors" > "$tmp/generic.txt" \
+  || fail "generic inspect: $(cat "$tmp/generic.txt")"
+grep -q "matched 5 modules -> 8 base weights patched, 5 of them biases" "$tmp/generic.txt" \
+  || fail "generic biases: $(cat "$tmp/generic.txt")"
 set +e
 "$G" lora inspect "$tmp/sd15_kohya.safetensors" --loader automatic > /dev/null 2> "$tmp/err.txt"
 rc=$?

@@ -110,7 +110,8 @@ class Base:
     def __init__(self, file, family, config):
         self.file, self.family, self.config = file, family, config
         self.model_sdk, self.clip_sdk, self.file_of, self.shapes = [], [], {}, {}
-        self.missing = set()
+        self.missing = set()   # model keys a pruned file lacks (ComfyUI builds and patches them)
+        self.identity = set()  # model keys ComfyUI initialises to the identity (not in the file)
 
     def model(self, comfy_key, file_key, shape):
         self.model_sdk.append(comfy_key)
@@ -133,6 +134,7 @@ class Base:
         if name != "t5xxl" and f"{name}.transformer.text_projection.weight" not in self.file_of:
             # comfy/clip_model.py CLIPTextModel: an identity text_projection the file lacks.
             self.clip(f"{name}.transformer.text_projection.weight", file_root + "text_projection.weight", (width, width))
+            self.identity.add(f"{name}.transformer.text_projection.weight")
 
     def open_clip_tower(self, name, p, layers, d):
         """comfy/utils.py clip_text_transformers_convert of an OpenCLIP tower."""
@@ -156,18 +158,28 @@ class Base:
         """What ComfyUI's LoraLoader does with a LoRA of these keys on this base."""
         r = comfy_rules.load_lora_for_models(lora_keys, self.model_sdk, self.clip_sdk, self.shapes, self.family,
                                              self.config)
-        applied, missing = {}, []
+        applied, missing, builtin = {}, [], {}
         for module, targets in r["applied"].items():
             for text in targets:
                 key = text.split("'")[1] if text.startswith("(") else text
                 if key in self.missing:
                     missing.append(text)
                     continue
+                if key in self.identity:  # patched in the model; no file tensor
+                    builtin.setdefault(module, []).append(key)
+                    continue
                 f = self.file_of[key]
                 applied.setdefault(module, []).append(f[0] if isinstance(f, tuple) else f)
         return {"base": self.file, "lora_key_not_loaded": r["lora_key_not_loaded"], "not_loaded": r["not_loaded"],
                 "missing_from_file": missing, "applied": {m: sorted(set(v)) for m, v in applied.items()},
+                "builtin": {m: sorted(set(v)) for m, v in builtin.items()},
                 "shadowed": r["shadowed"], "error": r["error"]}
+
+    def description(self):
+        """The model ComfyUI builds, for tests/peers/lora_comfyui.py (a stand-in model)."""
+        return {"family": self.family, "config": self.config, "model_sdk": self.model_sdk,
+                "clip_sdk": self.clip_sdk, "file_of": self.file_of, "missing": sorted(self.missing),
+                "identity": sorted(self.identity)}
 
 
 def lora_pair(rng, shape, rank):
@@ -217,11 +229,13 @@ class Cases:
     """Collects the ComfyUI expectation of every (base, LoRA) pair."""
     def __init__(self):
         self.cases = []
+        self.models = {}
 
     def add(self, base, lora_file, lora):
         c = base.comfy(list(lora.keys()))
         c["lora"] = lora_file
         self.cases.append(c)
+        self.models[base.file] = base.description()
         return c
 
 
@@ -272,6 +286,7 @@ def sd_family(outdir, rng, cases):
     write_safetensors(f"{outdir}/sd15_pruned.safetensors", pruned)
     b15p = Base("sd15_pruned.safetensors", "unet", unet_config(SD15))
     b15p.model_sdk, b15p.clip_sdk, b15p.file_of, b15p.shapes = b15.model_sdk, b15.clip_sdk, b15.file_of, b15.shapes
+    b15p.identity = b15.identity
     b15p.missing = {k[len("model."):] for k in pruned_keys}
 
     uxl = layouts.unet(**SDXL)
@@ -451,6 +466,34 @@ def sd_family(outdir, rng, cases):
     add_lora(ot, "text_encoders.clip_g.transformer.text_model.encoder.layers.5.self_attn.k_proj", (8, 8), rng)
     write_safetensors(f"{outdir}/sdxl_onetrainer.safetensors", ot)
     cases.add(bxl, "sdxl_onetrainer.safetensors", ot)
+    # Generic names on SDXL (model_lora_keys_unet's first loop: "diffusion_model.<key>" and
+    # "lora_unet_<key with _>" for every weight, "diffusion_model.<key>" for every other key) with
+    # bias patches: diff_b after a LoRA, w_norm + b_norm, diff + diff_b, a diff_b alone, and a
+    # diff on a bias's own name. (Own generator: the files written after these stay as they were.)
+    xrng = np.random.default_rng(21)
+    gen, ub = {}, "model.diffusion_model.input_blocks.4.1."
+    add_lora(gen, "diffusion_model.input_blocks.4.1.proj_out", sdxl[ub + "proj_out.weight"].bits.shape, xrng,
+             forms=(".lora_A.weight", ".lora_B.weight"))
+    c = sdxl[ub + "proj_out.bias"].bits.shape[0]
+    gen["diffusion_model.input_blocks.4.1.proj_out.diff_b"] = (xrng.standard_normal(c) * 0.01).astype(np.float32)
+    gen["lora_unet_input_blocks_4_1_norm.w_norm"] = (xrng.standard_normal(c) * 0.01).astype(np.float32)
+    gen["lora_unet_input_blocks_4_1_norm.b_norm"] = (xrng.standard_normal(c) * 0.01).astype(np.float32)
+    gen["diffusion_model.input_blocks.4.1.proj_in.diff"] = \
+        (xrng.standard_normal(sdxl[ub + "proj_in.weight"].bits.shape) * 0.01).astype(np.float32)
+    gen["diffusion_model.input_blocks.4.1.proj_in.diff_b"] = (xrng.standard_normal(c) * 0.01).astype(np.float32)
+    gen["lora_unet_input_blocks_4_1_transformer_blocks_0_norm1.diff_b"] = (xrng.standard_normal(c) * 0.01).astype(np.float32)
+    gen["diffusion_model.middle_block.1.proj_out.bias.diff"] = \
+        (xrng.standard_normal(sdxl["model.diffusion_model.middle_block.1.proj_out.bias"].bits.shape) * 0.01).astype(np.float32)
+    write_safetensors(f"{outdir}/sdxl_generic.safetensors", gen)
+    cases.add(bxl, "sdxl_generic.safetensors", gen)
+    # CLIP-L's text_projection on SD1.5: the file has none; ComfyUI's CLIPTextModel builds an
+    # identity projection and the LoRA patches that (a built-in weight, not a file tensor).
+    tp = {}
+    add_lora(tp, "lora_te1_text_projection", (12, 12), xrng)
+    add_lora(tp, "lora_te1_text_model_encoder_layers_0_self_attn_q_proj", (12, 12), xrng)
+    write_safetensors(f"{outdir}/sd15_text_projection.safetensors", tp)
+    cases.add(b15, "sd15_text_projection.safetensors", tp)
+    cases.add(b15d, "sd15_text_projection.safetensors", tp)
 
     # ---- broken LoRAs: an up without its down (ComfyUI raises KeyError), ranks, NaN ----
     base = {k: v for k, v in kohya.items() if "down_blocks_1_attentions_0_transformer_blocks_0_attn1" in k}
@@ -668,6 +711,8 @@ def main(outdir):
     qwen(outdir, rng, cases)
     with open(f"{outdir}/comfy_cases.json", "w") as f:
         json.dump(cases.cases, f, indent=1, sort_keys=True)
+    with open(f"{outdir}/comfy_models.json", "w") as f:
+        json.dump(cases.models, f)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ const nlohmann::json& cases() {
 }
 
 TEST(ComfyFit, EveryPairMatchesComfyUIsRules) {
-  ASSERT_GE(cases().size(), 25u);
+  ASSERT_GE(cases().size(), 31u);
   for (const auto& c : cases()) {
     const std::string base_name = c["base"], lora_name = c["lora"];
     SCOPED_TRACE(lora_name + " on " + base_name);
@@ -52,16 +52,20 @@ TEST(ComfyFit, EveryPairMatchesComfyUIsRules) {
     EXPECT_EQ(fit.lora_keys_not_loaded, c["lora_key_not_loaded"].get<std::vector<std::string>>());
     EXPECT_EQ(sorted(fit.not_loaded), sorted(c["not_loaded"].get<std::vector<std::string>>()));
     EXPECT_EQ(sorted(fit.missing_from_file), sorted(c["missing_from_file"].get<std::vector<std::string>>()));
-    std::map<std::string, std::set<std::string>> applied;
-    for (const auto& [module, target] : fit.matched) {
-      applied[module].insert(target.key);
-      if (!target.bias_key.empty()) applied[module].insert(target.bias_key);
-    }
-    std::map<std::string, std::set<std::string>> want;
+    // File tensors patched; the loader's built-in weights (an identity text_projection the
+    // file lacks) separately, by the loader's model key.
+    std::map<std::string, std::set<std::string>> applied, builtin;
+    for (const LoraPatchedTensor& t : fit.patched_tensors()) applied[t.module].insert(t.key);
+    for (const auto& b : fit.builtin_patched) builtin[b.module].insert(b.weight);
+    std::map<std::string, std::set<std::string>> want, want_builtin;
     for (const auto& [module, keys] : c["applied"].items()) {
       for (const auto& k : keys) want[module].insert(k.get<std::string>());
     }
+    for (const auto& [module, keys] : c["builtin"].items()) {
+      for (const auto& k : keys) want_builtin[module].insert(k.get<std::string>());
+    }
     EXPECT_EQ(applied, want);
+    EXPECT_EQ(builtin, want_builtin);
     std::set<std::pair<std::string, std::string>> shadowed, want_shadowed;
     for (const auto& s : fit.shadowed) shadowed.emplace(s.module, s.by);
     for (const auto& s : c["shadowed"]) want_shadowed.emplace(s[0], s[1]);
@@ -168,6 +172,72 @@ TEST(ComfyFit, TargetsCarryWindowsTranspositionAndIdentity) {
     EXPECT_NE(std::find(fit.not_loaded.begin(), fit.not_loaded.end(),
                         "diffusion_model.input_blocks.1.1.transformer_blocks.0.attn1.to_q.bias"),
               fit.not_loaded.end());
+  }
+}
+
+// Issue 21: ComfyUI's first key-map loop names every diffusion key generically
+// ("diffusion_model.<key>", "lora_unet_<key _>"); their diff_b / b_norm patch "<key>.bias", and
+// a diff on a bias's own name patches that bias. Checked against ComfyUI v0.3.18's own code
+// by tests/peers/lora_comfyui.sh.
+TEST(ComfyFit, GenericSdxlNamesPatchBiases) {
+  const auto lora = LoraFile::open(model_file("sdxl_generic.safetensors"), false);
+  const LoraFit fit = fit_lora(*lora, SafetensorsFile::open(model_file("sdxl.safetensors")));
+  EXPECT_TRUE(fit.fits()) << fit.verdict;
+  const std::string b = "model.diffusion_model.input_blocks.4.1.";
+  const std::map<std::string, std::pair<std::string, std::string>> want = {
+      {"diffusion_model.input_blocks.4.1.proj_out", {b + "proj_out.weight", b + "proj_out.bias"}},
+      {"lora_unet_input_blocks_4_1_norm", {b + "norm.weight", b + "norm.bias"}},
+      {"diffusion_model.input_blocks.4.1.proj_in", {b + "proj_in.weight", b + "proj_in.bias"}},
+      {"lora_unet_input_blocks_4_1_transformer_blocks_0_norm1",
+       {b + "transformer_blocks.0.norm1.bias", b + "transformer_blocks.0.norm1.bias"}},
+      {"diffusion_model.middle_block.1.proj_out.bias", {"model.diffusion_model.middle_block.1.proj_out.bias", ""}}};
+  for (const auto& [module, keys] : want) {
+    SCOPED_TRACE(module);
+    const LoraKeyTarget* t = target_of(fit, module);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->key, keys.first);
+    EXPECT_EQ(t->bias_key, keys.second);
+  }
+  EXPECT_EQ(fit.base_weights_patched, 8u);
+  EXPECT_TRUE(fit.builtin_patched.empty());
+  // Each bias patch is a patched tensor of its own (ComfyUI's patch dict has "<key>.bias").
+  std::set<std::string> biases;
+  for (const LoraPatchedTensor& t : fit.patched_tensors()) {
+    if (t.bias) biases.insert(t.module + " -> " + t.key);
+  }
+  EXPECT_EQ(biases, (std::set<std::string>{
+                        "diffusion_model.input_blocks.4.1.proj_out -> " + b + "proj_out.bias",
+                        "lora_unet_input_blocks_4_1_norm -> " + b + "norm.bias",
+                        "diffusion_model.input_blocks.4.1.proj_in -> " + b + "proj_in.bias",
+                        "lora_unet_input_blocks_4_1_transformer_blocks_0_norm1 -> " + b + "transformer_blocks.0.norm1.bias"}));
+  const nlohmann::json j = fit;
+  EXPECT_EQ(j["patched"].size(), 8u);  // 3 weights, 4 bias patches, the diff on middle_block's bias
+}
+
+// Issue 21: lora_te1_text_projection on SD1.5 patches the text_projection ComfyUI's
+// CLIPTextModel builds (identity-initialised); the checkpoint has no such tensor, so it is
+// neither a patched file tensor nor "missing from this file".
+TEST(ComfyFit, TextProjectionPatchesTheBuiltInIdentity) {
+  for (const char* base_name : {"sd15.safetensors", "sd15_diffusers.safetensors"}) {
+    SCOPED_TRACE(base_name);
+    const auto lora = LoraFile::open(model_file("sd15_text_projection.safetensors"), false);
+    const LoraFit fit = fit_lora(*lora, SafetensorsFile::open(model_file(base_name)));
+    EXPECT_TRUE(fit.fits()) << fit.verdict;
+    EXPECT_TRUE(fit.missing_from_file.empty());
+    EXPECT_EQ(fit.base_weights_patched, 1u);  // the q_proj only
+    ASSERT_EQ(fit.builtin_patched.size(), 1u);
+    EXPECT_EQ(fit.builtin_patched[0].module, "lora_te1_text_projection");
+    EXPECT_EQ(fit.builtin_patched[0].weight, "clip_l.transformer.text_projection.weight");
+    EXPECT_EQ(fit.builtin_patched[0].what,
+              "the clip_l text encoder's built-in text_projection (identity-initialised; not in the file)");
+    const LoraKeyTarget* t = target_of(fit, "lora_te1_text_projection");
+    ASSERT_NE(t, nullptr);
+    EXPECT_TRUE(t->materialize_identity);  // what a merge writes as a new tensor
+    EXPECT_EQ(t->shape, (std::vector<std::int64_t>{12, 12}));
+    const nlohmann::json j = fit;
+    EXPECT_EQ(j["base_weights_patched"], 1);
+    EXPECT_EQ(j["builtin_patched_count"], 1);
+    EXPECT_EQ(j["builtin_patched"][0]["weight"], "clip_l.transformer.text_projection.weight");
   }
 }
 

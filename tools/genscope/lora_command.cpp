@@ -59,12 +59,18 @@ void print_fit(const LoraFit& fit) {
               fit.base_keys, std::string(lora_loader_name(fit.loader)).c_str());
   std::set<std::string> modules;
   for (const auto& [module, target] : fit.matched) modules.insert(module);
-  std::printf("  matched %zu modules -> %zu base weights patched (%zu of %zu tensors loaded)\n", modules.size(),
-              fit.base_weights_patched, fit.tensors_loaded, fit.lora_tensors);
+  std::set<std::string> biases;  // bias tensors patched (by diff_b / b_norm, or named themselves)
+  for (const LoraPatchedTensor& t : fit.patched_tensors()) {
+    if (t.key.ends_with("bias")) biases.insert(t.key);
+  }
+  const std::string of_which = biases.empty() ? "" : ", " + std::to_string(biases.size()) + " of them biases";
+  std::printf("  matched %zu modules -> %zu base weights patched%s (%zu of %zu tensors loaded)\n", modules.size(),
+              fit.base_weights_patched, of_which.c_str(), fit.tensors_loaded, fit.lora_tensors);
   std::printf("  lora key not loaded: %zu, NOT LOADED: %zu, missing from this file: %zu, shadowed: %zu, "
               "shape mismatches: %zu\n",
               fit.lora_keys_not_loaded.size(), fit.not_loaded.size(), fit.missing_from_file.size(),
               fit.shadowed.size(), fit.shape_mismatches.size());
+  for (const auto& b : fit.builtin_patched) std::printf("  %s patches %s\n", b.module.c_str(), b.what.c_str());
   print_list("lora key not loaded", fit.lora_keys_not_loaded, 10);
   print_list("NOT LOADED", fit.not_loaded, 10);
   print_list("missing from this file (patched by the loader, absent here)", fit.missing_from_file, 10);
