@@ -302,7 +302,10 @@ TEST(MetricsExposition, RichRunIsValidInBothFormats) {
   has("genscope_allocator_allocated_bytes{device=\"cuda:0\"} 6e+08");
   has("genscope_allocator_allocated_peak_bytes{device=\"cuda:0\"} 6e+08");
   has("genscope_gpu_info{gpu=\"0\",name=\"Fake H200\",uuid=\"GPU-fake-0\",driver_version=\"550.54.15\"} 1");
-  has("genscope_step_last_peak_bytes{kind=\"model_loading\",step=\"load unet\",figure=\"gpu0.used_bytes\"} 4.2e+09");
+  // One quantity per name: each memory figure's step peak is its own family.
+  has("genscope_step_last_gpu_memory_used_peak_bytes{kind=\"model_loading\",step=\"load unet\",gpu=\"0\"} 4.2e+09");
+  has("genscope_step_last_process_resident_memory_peak_bytes{kind=\"model_loading\",step=\"load unet\"} 3.5e+08");
+  EXPECT_EQ(text.find("figure="), std::string::npos);
   has("genscope_monitoring_errors_total{source=\"nvml\"} 2");
   has("genscope_samples_total 2");
   // Low cardinality: the run id, seed and host are not labels.
@@ -322,6 +325,35 @@ TEST(MetricsExposition, PromtoolFindsNothingToLint) {
     EXPECT_EQ(rc, 0) << out;
     EXPECT_EQ(out, "") << out;
   }
+}
+
+// Aggregates count each moment once: a step nested in another of the same kind (whose
+// counters already sum its child's) adds to neither the duration histogram nor the work.
+TEST(MetricsExposition, NestedStepsAreNotCountedTwice) {
+  genscope::Run run;
+  run.start_unix_ns = 1'700'000'000'000'000'000;
+  run.duration_ns = 1'000'000'000;
+  genscope::StepRecord outer;
+  outer.id = 0;
+  outer.kind = StepKind::kModelLoading;
+  outer.name = "load checkpoint";
+  outer.status = StepStatus::kOk;
+  outer.duration_ns = 125'000'000;
+  outer.counters = {{"bytes", 83e6}};
+  genscope::StepRecord inner = outer;
+  inner.id = 1;
+  inner.parent_id = 0;
+  inner.name = "load unet";
+  inner.duration_ns = 120'000'000;
+  run.steps = {inner, outer};  // finished in this order
+  const std::string text = render_metrics(run);
+  auto has = [&](const std::string& line) {
+    EXPECT_NE(text.find("\n" + line + "\n"), std::string::npos) << line << "\n" << text;
+  };
+  has("genscope_work_total{kind=\"model_loading\",counter=\"bytes\"} 8.3e+07");
+  has("genscope_step_duration_seconds_sum{kind=\"model_loading\"} 0.125");
+  has("genscope_step_duration_seconds_count{kind=\"model_loading\"} 1");
+  has("genscope_steps_total{kind=\"model_loading\",status=\"ok\"} 2");  // two steps ended
 }
 
 TEST(MetricsExposition, EmptyRunAndNaNFiguresStayValid) {
