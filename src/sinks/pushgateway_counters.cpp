@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace genscope::detail {
 namespace {
@@ -73,11 +75,19 @@ void add_histogram(MetricFamily& f, const json& metrics) {
     p->sum += number(m.value("sum", json()));
     const json buckets = m.value("buckets", json::object());
     if (!buckets.is_object()) continue;
+    // Cumulative counts by bound: a bound the answer lacks has the count of the highest
+    // listed bound below it (what "cumulative" means), so the sum stays cumulative.
+    std::vector<std::pair<double, double>> listed;
     for (const auto& [le, v] : buckets.items()) {
-      const double bound = std::strtod(le.c_str(), nullptr);
-      for (std::size_t i = 0; i < f.bounds.size() && i < p->cumulative.size(); ++i) {
-        if (f.bounds[i] == bound) p->cumulative[i] += static_cast<std::uint64_t>(number(v));
+      listed.emplace_back(std::strtod(le.c_str(), nullptr), number(v));
+    }
+    std::sort(listed.begin(), listed.end());
+    for (std::size_t i = 0; i < f.bounds.size() && i < p->cumulative.size(); ++i) {
+      double old = 0;
+      for (const auto& [bound, count] : listed) {
+        if (bound <= f.bounds[i]) old = count;
       }
+      p->cumulative[i] += static_cast<std::uint64_t>(old);
     }
   }
 }

@@ -24,6 +24,7 @@
 #include "genscope/genscope.hpp"
 #include "report/metrics_exposition.hpp"
 #include "report/metrics_model.hpp"
+#include "sinks/pushgateway_counters.hpp"
 #include "sinks/pushgateway_sink.hpp"
 
 namespace genscope {
@@ -354,6 +355,47 @@ TEST(MetricsExposition, NestedStepsAreNotCountedTwice) {
   has("genscope_step_duration_seconds_sum{kind=\"model_loading\"} 0.125");
   has("genscope_step_duration_seconds_count{kind=\"model_loading\"} 1");
   has("genscope_steps_total{kind=\"model_loading\",status=\"ok\"} 2");  // two steps ended
+}
+
+// A push adds the group's current totals (the Pushgateway's /api/v1/metrics answer) to the
+// run's counters and histograms, so they keep counting across pushes; other groups and
+// gauges are left alone, and series only the group has are kept.
+TEST(Pushgateway, CountersCarryTheGroupsTotalsOver) {
+  const genscope::Run run = rich_run();  // one failed run, one sampling step
+  std::vector<detail::MetricFamily> families =
+      detail::MetricsModel::from_run(run).families(run.start_unix_ns);
+  const nlohmann::json answer = nlohmann::json::parse(R"({"status": "success", "data": [
+    {"labels": {"job": "genscope", "instance": "other"},
+     "genscope_runs_total": {"type": "COUNTER", "metrics": [
+       {"labels": {"job": "genscope", "instance": "other", "status": "failed"}, "value": "100"}]}},
+    {"labels": {"job": "genscope", "instance": "w1"},
+     "genscope_runs_total": {"type": "COUNTER", "metrics": [
+       {"labels": {"job": "genscope", "instance": "w1", "status": "failed"}, "value": "2"},
+       {"labels": {"job": "genscope", "instance": "w1", "status": "ok"}, "value": "5"}]},
+     "genscope_run_active": {"type": "GAUGE", "metrics": [
+       {"labels": {"job": "genscope", "instance": "w1"}, "value": "7"}]},
+     "genscope_step_duration_seconds": {"type": "HISTOGRAM", "metrics": [
+       {"labels": {"job": "genscope", "instance": "w1", "kind": "sampling"},
+        "buckets": {"2.5": "3", "1": "1"}, "count": "3", "sum": "4.5"}]}}]})");
+  detail::add_pushed_totals(families, answer, "genscope", "w1");
+  const std::string text = detail::write_exposition(families, MetricsFormat::kPrometheusText);
+  auto has = [&](const std::string& line) {
+    EXPECT_NE(text.find("\n" + line + "\n"), std::string::npos) << line << "\n" << text;
+  };
+  has("genscope_runs_total{status=\"failed\"} 3");  // 2 before + this run
+  has("genscope_runs_total{status=\"ok\"} 5");      // kept although this run failed
+  has("genscope_run_active 0");                      // a gauge: this run's
+  has("genscope_step_duration_seconds_bucket{kind=\"sampling\",le=\"2.5\"} 4");
+  has("genscope_step_duration_seconds_bucket{kind=\"sampling\",le=\"1\"} 1");
+  has("genscope_step_duration_seconds_count{kind=\"sampling\"} 4");
+  has("genscope_step_duration_seconds_sum{kind=\"sampling\"} 6.5");
+  EXPECT_EQ(fuzz::check_exposition(text, false), "") << text;
+  // An answer that is not the API's changes nothing.
+  std::vector<detail::MetricFamily> again =
+      detail::MetricsModel::from_run(run).families(run.start_unix_ns);
+  detail::add_pushed_totals(again, nlohmann::json::parse(R"({"data": 3})"), "genscope", "w1");
+  EXPECT_EQ(detail::write_exposition(again, MetricsFormat::kPrometheusText),
+            render_metrics(run));
 }
 
 TEST(MetricsExposition, EmptyRunAndNaNFiguresStayValid) {
