@@ -2,8 +2,8 @@
 # Real trace consumers read genscope's Chrome traces the same way: the Chrome DevTools trace
 # engine (npm @paulirish/trace_engine, the Performance panel's engine) and speedscope's
 # importer (npm speedscope) run under node on the golden run's trace, a `genscope demo
-# --preset small` trace and a `genscope run` trace (a Python denoising loop with a tqdm bar
-# and a grandchild's memory spike); compare_trace_consumers.py checks that each consumer
+# --preset small` trace, a `genscope run` trace (a Python denoising loop with a tqdm bar
+# and a memory spike) and a `genscope run` trace of a ComfyUI-style log; compare_trace_consumers.py checks that each consumer
 # (and a catapult-style nesting in doubles) shows every step, attempt and iteration under the
 # parent the run document gives, with no warning. The packages, pinned in
 # tests/trace_consumers/package-lock.json, are installed with `npm ci` into
@@ -44,6 +44,26 @@ timeout 120 "$GENSCOPE" run --quiet --out "$tmp/run" --trace "$tmp/run.trace.jso
   "$py" "$GENSCOPE_SOURCE_DIR/tests/children/denoise_tqdm.py" 20 96 10 0.02 5 > /dev/null 2>&1
 "$py" "$here/check_trace.py" "$tmp/run.trace.json" "$tmp/run/run.json"
 check run "$tmp/run.trace.json" "$tmp/run/run.json"
+
+# genscope run watching a ComfyUI-style log (the recogniser's prompt, model load and a tqdm
+# bar of 8 steps drawn in fewer redraws: inferred iterations).
+cat > "$tmp/comfy.sh" <<'SH'
+#!/bin/sh
+echo "got prompt"
+echo "Requested to load SDXL"
+echo "loaded completely; 20512.45 MB usable, 4897.05 MB loaded, full load: True"
+printf '\r  0%%|          | 0/8 [00:00<?, ?it/s]' >&2
+sleep 0.05
+printf '\r 50%%|#####     | 4/8 [00:00<00:00,  9.85it/s]' >&2
+sleep 0.05
+printf '\r100%%|##########| 8/8 [00:00<00:00,  9.85it/s]\n' >&2
+echo "Prompt executed in 0.12 seconds"
+SH
+chmod +x "$tmp/comfy.sh"
+timeout 120 "$GENSCOPE" run --quiet --runs announced --out "$tmp/comfy" --trace "$tmp/comfy.trace.json" -- \
+  "$tmp/comfy.sh" > /dev/null 2>&1
+"$py" "$here/check_trace.py" "$tmp/comfy.trace.json" "$tmp/comfy/run.json"
+check comfyui-log "$tmp/comfy.trace.json" "$tmp/comfy/run.json"
 
 if "$GENSCOPE" demo --help 2>&1 | grep -q -- --preset; then
   timeout 300 "$GENSCOPE" demo --preset small --out "$tmp/demo" --trace "$tmp/demo.trace.json" > /dev/null
