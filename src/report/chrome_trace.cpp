@@ -159,8 +159,9 @@ std::vector<Slice> collect_slices(const Run& run, const ChromeTraceOptions& opti
       }
       const std::int64_t it_end = std::min(end, add_saturated(t, total));
       const bool inferred = detail::iterations_inferred(s);
-      Slice slice{t,  it_end, SliceKind::kIteration, depth[i], i, {}, category("iteration", inferred),
-                  {}, {}};
+      Slice slice{t, it_end, SliceKind::kIteration,           depth[i],
+                  i, {},     category("iteration", inferred), {},
+                  {}};
       if (last - first == 1) {
         slice.name = "iteration " + std::to_string(first + 1);
         slice.args = object_text({{"step_id", static_cast<double>(s.id)},
@@ -267,7 +268,8 @@ bool constant_column(const TimeSeries& ts, std::size_t m, double& value) {
 // The exact per-step peaks of one metric as points (run offset, value): at the peak's own
 // time, or for a high-water mark without a time at the highest sample inside the step (the
 // console's "time sampled"); a step with no sample inside has no time for it and no point.
-std::vector<std::pair<std::int64_t, double>> exact_peaks(const Run& run, const std::string& metric) {
+std::vector<std::pair<std::int64_t, double>> exact_peaks(const Run& run,
+                                                         const std::string& metric) {
   std::vector<std::pair<std::int64_t, double>> points;
   for (const StepRecord& s : run.steps) {
     const MetricFigures* m = s.metric(metric);

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <unordered_map>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 namespace genscope::detail {
 
@@ -45,8 +45,8 @@ std::string format_iec_bytes(double bytes) {
   if (u == 0) {
     std::snprintf(buf, sizeof buf, "%s%.0f B", sign, v);
   } else {
-    std::snprintf(buf, sizeof buf, v < 10 ? "%s%.2f %s" : (v < 100 ? "%s%.1f %s" : "%s%.0f %s"), sign,
-                  v, kUnits[u]);
+    std::snprintf(buf, sizeof buf, v < 10 ? "%s%.2f %s" : (v < 100 ? "%s%.1f %s" : "%s%.0f %s"),
+                  sign, v, kUnits[u]);
   }
   return buf;
 }

@@ -114,7 +114,8 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
     for (std::size_t m = 0; m < run.series.metrics.size(); ++m) {
       const std::string& name = run.series.metrics[m];
       if (m < run.series.units.size() && run.series.units[m] == chart.unit && charted(name) &&
-          in_scope(chart, name) && std::find(metrics.begin(), metrics.end(), name) == metrics.end()) {
+          in_scope(chart, name) &&
+          std::find(metrics.begin(), metrics.end(), name) == metrics.end()) {
         metrics.push_back(name);
       }
     }
@@ -129,9 +130,8 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
   append_seconds(out, end_ns);
   out += "],";
   out += std::string("\"id\":\"") + chart.id + "\",\"unit\":\"" + chart.unit_name +
-         "\",\"x_unit\":\"seconds\",\"x_label\":\"time\",\"height\":" +
-         (memory ? "380" : "240") + ",\"points\":false,\"bands\":" + (memory ? "true" : "false") +
-         ",\"axes\":[";
+         "\",\"x_unit\":\"seconds\",\"x_label\":\"time\",\"height\":" + (memory ? "380" : "240") +
+         ",\"points\":false,\"bands\":" + (memory ? "true" : "false") + ",\"axes\":[";
   out += std::string("{\"scale\":\"y\",\"label\":\"") + chart.unit_name +
          "\",\"from_zero\":" + (chart.from_zero ? "true" : "false") + "}";
   out += "],\"tables\":[";
@@ -274,8 +274,10 @@ HtmlChartData html_chart_data(std::span<const Run> runs, std::size_t spans) {
     if (!unit_chart_json(charts, runs, chart, spans)) continue;
     HtmlChart c{chart.id, "timeline", chart.title, sampling_note};
     if (chart.scope == Scope::kSystem) {
-      c.note = "Memory in use on the whole machine (every process, the page cache excluded), on "
-               "an axis from 0 to its highest value. " + sampling_note;
+      c.note =
+          "Memory in use on the whole machine (every process, the page cache excluded), on "
+          "an axis from 0 to its highest value. " +
+          sampling_note;
     } else if (chart.unit == Unit::kBytes) {
       c.note =
           "Shaded bands and the lane above the plot: top-level steps (red outline: failed "

@@ -103,7 +103,8 @@ struct HttpServer::Impl {
   void loop();
 };
 
-HttpServer::HttpServer(HttpServerOptions options, Handler handler) : impl_(std::make_unique<Impl>()) {
+HttpServer::HttpServer(HttpServerOptions options, Handler handler)
+    : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   s.options = std::move(options);
   s.handler = std::move(handler);

@@ -5,13 +5,12 @@
 // same mutex (a few microseconds, docs/performance.md) and renders outside it, so a scrape
 // never holds up the delivery of events for longer than that copy, and the pipeline's
 // threads never wait on either.
-#include "genscope/metrics.hpp"
-
 #include <condition_variable>
 #include <mutex>
 
 #include "core/utc_time.hpp"
 #include "genscope/error.hpp"
+#include "genscope/metrics.hpp"
 #include "report/metrics_exposition.hpp"
 #include "report/metrics_model.hpp"
 #include "sinks/http_server.hpp"
@@ -76,8 +75,7 @@ std::string MetricsEndpoint::url() const {
   if (port == 0) return {};
   const std::string& host = impl_->options.bind_address;
   const bool v6 = host.find(':') != std::string::npos;
-  return "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) +
-         "/metrics";
+  return "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/metrics";
 }
 
 std::string MetricsEndpoint::error() const { return impl_->server->error(); }

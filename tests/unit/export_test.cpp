@@ -103,7 +103,8 @@ TEST(ExportText, MicrosecondsRoundHalfUpAndKeepOrder) {
   EXPECT_EQ(round_us(1), 0);
   EXPECT_EQ(round_us(-1'500), -1);  // floor((-1500 + 500) / 1000)
   EXPECT_EQ(round_us(-1'501), -2);
-  EXPECT_EQ(round_us(std::numeric_limits<std::int64_t>::max()), std::numeric_limits<std::int64_t>::max() / 1000);
+  EXPECT_EQ(round_us(std::numeric_limits<std::int64_t>::max()),
+            std::numeric_limits<std::int64_t>::max() / 1000);
   // The case: 134147.208 + 13256.315 µs as doubles ends after 147403.523.
   const std::int64_t a = 134'147'208, d = 13'256'315, b = a + d;
   EXPECT_EQ(static_cast<double>(round_us(a)) + static_cast<double>(round_us(b) - round_us(a)),
@@ -167,7 +168,8 @@ TEST(ChromeTrace, IterationsGroupBeyondTheLimitAndStayInsideTheStep) {
 
 TEST(ChromeTrace, CountersSkipRepeatsAndGapsAndConstantsGoToMetadata) {
   genscope::Run run = make_run(100);
-  for (std::size_t i = 0; i < 100; ++i) run.series.values[i * 2] = i == 40 ? kNaN : (i < 50 ? 7.0 : 8.0);
+  for (std::size_t i = 0; i < 100; ++i)
+    run.series.values[i * 2] = i == 40 ? kNaN : (i < 50 ? 7.0 : 8.0);
   int rss = 0, percent = 0;
   const json trace = json::parse(render_chrome_trace(run));
   for (const json& e : trace["traceEvents"]) {
@@ -179,14 +181,16 @@ TEST(ChromeTrace, CountersSkipRepeatsAndGapsAndConstantsGoToMetadata) {
   }
   EXPECT_EQ(rss, 2);      // 7 then 8: repeats and the NaN left out
   EXPECT_EQ(percent, 0);  // constant 50: no track ...
-  EXPECT_EQ(trace["metadata"]["runs"][0]["series"]["constant"]["system.used_percent"], 50.0);  // ... but kept
+  EXPECT_EQ(trace["metadata"]["runs"][0]["series"]["constant"]["system.used_percent"],
+            50.0);  // ... but kept
 }
 
 // A step's exact peak is a point of its counter track at its time, so the track reaches it
 // even when no sample saw it; a high-water mark without a time takes the highest sample's.
 TEST(ChromeTrace, ExactPeaksArePointsOfTheCounterTrack) {
   genscope::Run run = make_run(10);  // samples every 100 ms, rss 1e8 + i
-  run.steps[1].metrics.push_back({"process.rss_bytes", Unit::kBytes, 1e8, 1e8, 2.7e8, 50'000'123, "exact"});
+  run.steps[1].metrics.push_back(
+      {"process.rss_bytes", Unit::kBytes, 1e8, 1e8, 2.7e8, 50'000'123, "exact"});
   run.steps[3].metrics.push_back({"process.rss_bytes", Unit::kBytes, 1e8, 1e8, 3e8, -1, "exact"});
   run.steps[2].metrics.push_back({"process.rss_bytes", Unit::kBytes, 1e8, 1e8, 9e8, 10, "sampled"});
   const json trace = json::parse(render_chrome_trace(run));

@@ -304,8 +304,10 @@ TEST(MetricsExposition, RichRunIsValidInBothFormats) {
   has("genscope_allocator_allocated_peak_bytes{device=\"cuda:0\"} 6e+08");
   has("genscope_gpu_info{gpu=\"0\",name=\"Fake H200\",uuid=\"GPU-fake-0\",driver_version=\"550.54.15\"} 1");
   // One quantity per name: each memory figure's step peak is its own family.
-  has("genscope_step_last_gpu_memory_used_peak_bytes{kind=\"model_loading\",step=\"load unet\",gpu=\"0\"} 4.2e+09");
-  has("genscope_step_last_process_resident_memory_peak_bytes{kind=\"model_loading\",step=\"load unet\"} 3.5e+08");
+  has("genscope_step_last_gpu_memory_used_peak_bytes{kind=\"model_loading\",step=\"load "
+      "unet\",gpu=\"0\"} 4.2e+09");
+  has("genscope_step_last_process_resident_memory_peak_bytes{kind=\"model_loading\",step=\"load "
+      "unet\"} 3.5e+08");
   EXPECT_EQ(text.find("figure="), std::string::npos);
   has("genscope_monitoring_errors_total{source=\"nvml\"} 2");
   has("genscope_samples_total 2");
@@ -384,7 +386,7 @@ TEST(Pushgateway, CountersCarryTheGroupsTotalsOver) {
   };
   has("genscope_runs_total{status=\"failed\"} 3");  // 2 before + this run
   has("genscope_runs_total{status=\"ok\"} 5");      // kept although this run failed
-  has("genscope_run_active 0");                      // a gauge: this run's
+  has("genscope_run_active 0");                     // a gauge: this run's
   has("genscope_step_duration_seconds_bucket{kind=\"sampling\",le=\"2.5\"} 4");
   has("genscope_step_duration_seconds_bucket{kind=\"sampling\",le=\"1\"} 1");
   has("genscope_step_duration_seconds_count{kind=\"sampling\"} 4");
@@ -394,8 +396,7 @@ TEST(Pushgateway, CountersCarryTheGroupsTotalsOver) {
   std::vector<detail::MetricFamily> again =
       detail::MetricsModel::from_run(run).families(run.start_unix_ns);
   detail::add_pushed_totals(again, nlohmann::json::parse(R"({"data": 3})"), "genscope", "w1");
-  EXPECT_EQ(detail::write_exposition(again, MetricsFormat::kPrometheusText),
-            render_metrics(run));
+  EXPECT_EQ(detail::write_exposition(again, MetricsFormat::kPrometheusText), render_metrics(run));
 }
 
 TEST(MetricsExposition, EmptyRunAndNaNFiguresStayValid) {

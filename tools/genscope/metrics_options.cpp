@@ -33,7 +33,8 @@ std::shared_ptr<MetricsEndpoint> attach_metrics_endpoint(const MetricsCliOptions
   auto endpoint = std::make_shared<MetricsEndpoint>(MetricsEndpointOptions{
       .bind_address = options.bind,
       .port = static_cast<std::uint16_t>(options.port),
-      .linger = std::chrono::milliseconds(static_cast<std::int64_t>(options.linger_seconds * 1000))});
+      .linger =
+          std::chrono::milliseconds(static_cast<std::int64_t>(options.linger_seconds * 1000))});
   if (endpoint->port() != 0) {
     std::cerr << "genscope " << command << ": serving metrics on " << endpoint->url() << "\n";
   } else {
