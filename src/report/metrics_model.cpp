@@ -478,10 +478,22 @@ std::vector<MetricFamily> MetricsModel::families(std::int64_t now_unix_ns) const
              {"outcome", std::string(to_string(std::get<2>(key)))}},
             n);
   }
+  // One unit per name: byte counters (bytes, read_bytes, ...) apart from counts of things.
   for (const auto& [key, n] : work_) {
-    out.add("genscope_work", kCounter, "",
-            "Work counted by steps (step counters: frames, tokens, bytes, ...), by kind.",
-            {{"kind", kind_name(key.first)}, {"counter", key.second}}, n);
+    const bool bytes = key.second == "bytes" || ends_with(key.second, "_bytes");
+    if (bytes) {
+      out.add("genscope_work_bytes", kCounter, "bytes",
+              "Bytes counted by top-level steps (step counters named bytes or *_bytes), by kind.",
+              {{"kind", kind_name(key.first)}, {"counter", key.second}}, n);
+    }
+  }
+  for (const auto& [key, n] : work_) {
+    const bool bytes = key.second == "bytes" || ends_with(key.second, "_bytes");
+    if (!bytes) {
+      out.add("genscope_work", kCounter, "",
+              "Work counted by top-level steps (step counters: frames, tokens, ...), by kind.",
+              {{"kind", kind_name(key.first)}, {"counter", key.second}}, n);
+    }
   }
 
   // Iterations.

@@ -182,7 +182,8 @@ for s in run["steps"]:
 for kind, v in seconds.items():
     print('genscope_step_duration_seconds_sum{job="genscope-live",kind="%s"} %r' % (kind, v))
 for (kind, name), v in work.items():
-    print('genscope_work_total{job="genscope-live",kind="%s",counter="%s"} %r' % (kind, name, v))
+    family = "genscope_work_bytes_total" if name == "bytes" or name.endswith("_bytes") else "genscope_work_total"
+    print('%s{job="genscope-live",kind="%s",counter="%s"} %r' % (family, kind, name, v))
 PY
 grep -q 'kind="model_loading",counter="bytes"' "$tmp/totals.txt" || fail "the demo loaded no bytes? $(cat "$tmp/totals.txt")"
 while read -r selector want; do

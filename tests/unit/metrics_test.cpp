@@ -353,7 +353,7 @@ TEST(MetricsExposition, NestedStepsAreNotCountedTwice) {
   auto has = [&](const std::string& line) {
     EXPECT_NE(text.find("\n" + line + "\n"), std::string::npos) << line << "\n" << text;
   };
-  has("genscope_work_total{kind=\"model_loading\",counter=\"bytes\"} 8.3e+07");
+  has("genscope_work_bytes_total{kind=\"model_loading\",counter=\"bytes\"} 8.3e+07");
   has("genscope_step_duration_seconds_sum{kind=\"model_loading\"} 0.125");
   has("genscope_step_duration_seconds_count{kind=\"model_loading\"} 1");
   has("genscope_steps_total{kind=\"model_loading\",status=\"ok\"} 2");  // two steps ended
