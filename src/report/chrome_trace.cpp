@@ -212,6 +212,14 @@ void place_slices(const Run& run, std::vector<Slice>& slices) {
       s.async_id = buf;
       continue;
     }
+    // A slice under half a microsecond is zero long once rounded: on a thread track its place
+    // is ambiguous (a consumer puts it inside a sibling starting at the same microsecond), so
+    // it goes to an async track, as an overlapping slice does.
+    if (round_us(s.end) == round_us(s.start)) {
+      s.async_id = buf;
+      if (s.kind == SliceKind::kStep) step_async[s.step] = 1;
+      continue;
+    }
     while (!open_ends.empty() && open_ends.back() <= s.start) open_ends.pop_back();
     if (open_ends.empty() || s.end <= open_ends.back()) {
       open_ends.push_back(s.end);

@@ -11,7 +11,9 @@ and name). A third consumer is built in here: catapult's importer (chrome://trac
 complete events by sorting on start and keeping a slice inside the open one while
 ts + dur <= the open slice's ts + dur, added as doubles (Python floats are doubles), which is
 where back-to-back decimal microseconds used to overlap.
-Each consumer must show every slice, under the expected parent, with no warning.
+Each consumer must show every slice, under the expected parent (a step may sit inside one of
+its parent's iterations or attempts), with no warning. Steps the trace puts on async tracks
+(overlapping, or under half a microsecond) are not on the thread trees and not compared.
 Prints one line per consumer; exit 1 on any difference.
 """
 import json
@@ -62,6 +64,8 @@ def main():
             expected[key] = None if parent is None else (pid, parent["id"], parent["name"])
         else:  # an attempt or an iteration: inside its step
             expected[key] = (pid, a["step_id"], steps[a["step_id"]]["name"])
+    step_keys = {identity(e["pid"], e["name"], e.get("args", {})) for e in trace["traceEvents"]
+                 if e["ph"] == "X" and "parent_id" in e.get("args", {})}
     on_track = set(expected)
     for key, parent in expected.items():
         if parent is not None and parent not in on_track:
@@ -79,8 +83,13 @@ def main():
         problems = ["warning: %s" % w for w in c["warnings"]]
         problems += ["missing: %r" % (k,) for k in expected if k not in got]
         problems += ["extra: %r" % (k,) for k in got if k not in expected]
+        # A step inside one of its parent's iterations (or attempts) is inside its parent: the
+        # run document has no node for an iteration, a viewer shows where it happened.
         problems += ["%r under %r, the run document says %r" % (k, got[k], v)
-                     for k, v in expected.items() if k in got and got[k] != v]
+                     for k, v in expected.items()
+                     if k in got and got[k] != v and not (
+                         k in step_keys and got[k] is not None and v is not None and
+                         got[k][:2] == v[:2])]
         if problems:
             failed = True
             print("FAIL %s: %d problem(s)" % (c["consumer"], len(problems)))

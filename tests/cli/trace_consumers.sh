@@ -39,6 +39,28 @@ check() {  # check NAME TRACE RUN.json...: every consumer nests TRACE as the run
 "$GENSCOPE" report "$here/golden/run.json" --trace "$tmp/golden.trace.json" > /dev/null
 check golden "$tmp/golden.trace.json" "$here/golden/run.json"
 
+# Edge cases: a 300 ns step just before the next one starts (zero long once rounded to
+# microseconds: an async track, not a slice a consumer could put inside its neighbour) and a
+# step inside one of its parent's iterations.
+"$py" - "$here/golden/run.json" "$tmp/edges.json" <<'PY'
+import copy, json, sys
+run = json.load(open(sys.argv[1]))
+steps = run["steps"]
+sampling = next(s for s in steps if s["id"] == 3)
+tiny = copy.deepcopy(next(s for s in steps if s["id"] == 6))
+tiny.update(id=7, parent_id=-1, name="tiny (300 ns)", status="ok",
+            start_offset_ns=sampling["start_offset_ns"] - 200, duration_ns=300)
+tiny.pop("error", None)
+inner = copy.deepcopy(tiny)
+inner.update(id=8, parent_id=3, name="unet call",
+             start_offset_ns=sampling["start_offset_ns"] + 15_000_000, duration_ns=2_000_000)
+steps += [tiny, inner]
+json.dump(run, open(sys.argv[2], "w"))
+PY
+"$GENSCOPE" report "$tmp/edges.json" --trace "$tmp/edges.trace.json" > /dev/null
+"$py" "$here/check_trace.py" "$tmp/edges.trace.json" "$tmp/edges.json"
+check edges "$tmp/edges.trace.json" "$tmp/edges.json"
+
 # genscope run: steps and iterations read from a tqdm bar, a grandchild's spike.
 timeout 120 "$GENSCOPE" run --quiet --out "$tmp/run" --trace "$tmp/run.trace.json" -- \
   "$py" "$GENSCOPE_SOURCE_DIR/tests/children/denoise_tqdm.py" 20 96 10 0.02 5 > /dev/null 2>&1
