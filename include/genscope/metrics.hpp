@@ -64,12 +64,19 @@ void push_run_metrics(const Run& run, std::string_view gateway_url, const PushOp
 struct MetricsEndpointOptions {
   std::string bind_address = "127.0.0.1";  ///< Host or address to bind ("0.0.0.0" = all IPv4).
   std::uint16_t port = 0;                  ///< 0 = a free port chosen by the system.
+  /// After a run finished, the destructor keeps serving until one scrape has read the
+  /// finished run's figures or this time has passed (0: stop at once). Lets a scraper see the
+  /// last state of a short job (genscope run/demo/watch: --metrics-linger, default 5 s).
+  std::chrono::milliseconds linger{0};
 };
 
 /// A live-event sink that serves the current figures of its monitor's runs on GET /metrics
 /// (text 0.0.4, or OpenMetrics when asked) from its own thread. Serving starts at
-/// construction and stops at destruction; a bind failure is not thrown: error() says why and
-/// every run gets it as a monitoring error (source "metrics").
+/// construction and stops at destruction (after the linger, see MetricsEndpointOptions); a
+/// bind failure is not thrown: error() says why and every run gets it as a monitoring error
+/// (source "metrics"). Slow or stalled clients are bounded: each connection has 5 s to send
+/// its request and take the answer, at most 64 are open at once, the listen backlog is
+/// SOMAXCONN; none of them delays a scrape or the destructor beyond that.
 class MetricsEndpoint final : public Sink {
  public:
   /// Binds and starts serving; never throws for a port in use or a bad address.

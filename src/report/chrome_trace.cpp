@@ -6,8 +6,11 @@
 //   up on the whole file when an event has an array as a direct value, so arrays appear only
 //   inside "args". Top-level keys other than traceEvents/systemTraceEvents/displayTimeUnit are
 //   skipped (older versions stop at unknown keys but read "metadata"), so run metadata goes
-//   under "metadata". ts/dur are microseconds; they are written as exact decimals of the
-//   nanosecond values and Perfetto rounds µs × 1000 to the nearest ns, so nesting survives.
+//   under "metadata". ts/dur are whole microseconds (ts = round(begin), dur = round(end) -
+//   round(begin)): every consumer adds ts + dur in doubles (speedscope, the DevTools trace
+//   engine), and exact decimals such as 134147.208 + 13256.315 = 147403.52300000002 end after
+//   a successor starting at 147403.523, which breaks nesting there. Integers below 2^53 add
+//   exactly. The exact nanoseconds stay in args (start_offset_ns, duration_ns).
 //   X slices on one thread track must nest strictly or Perfetto drops them
 //   (stat slice_drop_overlapping_complete_event, docs/faq.md): slices that would overlap go to
 //   async "b"/"e" tracks (id2.local). Counter ("C") args must be numbers; each args key is one
@@ -23,11 +26,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <unordered_map>
 
 #include "genscope/version.hpp"
 #include "report/downsample.hpp"
 #include "report/export_util.hpp"
+#include "report/memory_section.hpp"
 
 namespace genscope {
 namespace {
@@ -36,7 +39,7 @@ using detail::add_saturated;
 using detail::append_int;
 using detail::append_json_string;
 using detail::append_number;
-using detail::append_us;
+using detail::round_us;
 using nlohmann::json;
 
 enum class SliceKind { kStep = 0, kAttempt = 1, kIteration = 2 };
@@ -54,54 +57,48 @@ struct Slice {
 };
 
 constexpr const char* kLayoutNote =
-    "attempts and iterations are laid back to back from their step's start: the run document "
-    "keeps their durations, not their start times";
+    "timestamps are whole microseconds from the run start (ts = round(begin), dur = "
+    "round(end) - round(begin)); exact nanoseconds in args start_offset_ns and duration_ns. "
+    "Attempts and iterations are laid back to back from their step's start: the run document "
+    "keeps their durations, not their start times. Category ',inferred': genscope inferred the "
+    "slice (e.g. iterations spread over one progress-bar redraw), args inferred: true";
 
 json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
+// A step's args: short (speedscope names each frame "<name> <args JSON>"), the figures a
+// viewer needs; the full figures are in the run document and the CSV export.
 std::string step_args(const StepRecord& s) {
   json a{{"step_id", s.id},
          {"parent_id", s.parent_id},
-         {"kind", std::string(to_string(s.kind))},
          {"status", std::string(to_string(s.status))},
-         {"thread", s.thread},
+         {"start_offset_ns", s.start_offset_ns},
          {"duration_ns", s.duration_ns}};
-  if (!s.source.empty()) a["source"] = s.source;
+  if (detail::step_inferred(s)) a["inferred"] = true;
   if (!s.error_type.empty() || !s.error_message.empty()) {
     a["error"] = s.error_type.empty() ? s.error_message : s.error_type + ": " + s.error_message;
   }
-  json metrics = json::object();
   for (const MetricFigures& m : s.metrics) {
-    metrics[m.name] =
-        json{{"unit", std::string(to_string(m.unit))}, {"before", number_or_null(m.before)},
-             {"peak", number_or_null(m.peak)},         {"after", number_or_null(m.after)},
-             {"peak_offset_ns", m.peak_offset_ns},     {"peak_source", m.peak_source}};
+    if (m.unit == Unit::kBytes && std::isfinite(m.peak) && !detail::is_constant_metric(m.name) &&
+        !detail::is_headroom_metric(m.name)) {
+      a["peak." + m.name] = m.peak;
+    }
   }
-  if (!metrics.empty()) a["metrics"] = std::move(metrics);
   if (!s.iteration_ns.empty()) {
-    const IterationStats it = summarize_iterations(s.iteration_ns);
-    a["iterations"] = json{{"count", it.count},
-                           {"first_ns", number_or_null(it.first_ns)},
-                           {"mean_ns", number_or_null(it.mean_ns)},
-                           {"p50_ns", number_or_null(it.p50_ns)},
-                           {"p95_ns", number_or_null(it.p95_ns)},
-                           {"iterations_per_second", number_or_null(it.iterations_per_second)}};
+    a["iterations"] = s.iteration_ns.size();
+    if (detail::iterations_inferred(s)) a["iterations_inferred"] = true;
   }
-  if (!s.counters.empty()) {
-    json c = json::object();
-    for (const auto& [k, v] : s.counters) c[k] = number_or_null(v);
-    a["counters"] = std::move(c);
-  }
-  if (!s.labels.empty()) a["labels"] = s.labels;
-  if (!s.attachments.empty()) {
-    json names = json::array();
-    for (const Attachment& at : s.attachments) names.push_back(at.type + ": " + at.name);
-    a["attachments"] = std::move(names);
-  }
+  for (const auto& [k, v] : s.counters) a["counter." + k] = number_or_null(v);
   return a.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string object_text(std::initializer_list<std::pair<const char*, double>> fields) {
+// The category of a slice: its kind, and ",inferred" (a second category, as the format allows)
+// when genscope inferred it rather than observed it.
+std::string category(std::string kind, bool inferred) {
+  return inferred ? kind + ",inferred" : kind;
+}
+
+std::string object_text(std::initializer_list<std::pair<const char*, double>> fields,
+                        bool inferred) {
   std::string out = "{";
   for (const auto& [key, value] : fields) {
     if (out.size() > 1) out += ',';
@@ -109,29 +106,12 @@ std::string object_text(std::initializer_list<std::pair<const char*, double>> fi
     out += ':';
     append_number(out, value);
   }
-  return out + "}";
-}
-
-// Depth of each step in the parent chain (bounded, so a malformed cycle cannot loop).
-std::vector<int> step_depths(const Run& run) {
-  std::unordered_map<int, std::size_t> index;
-  for (std::size_t i = 0; i < run.steps.size(); ++i) index.emplace(run.steps[i].id, i);
-  std::vector<int> depth(run.steps.size(), 0);
-  for (std::size_t i = 0; i < run.steps.size(); ++i) {
-    int parent = run.steps[i].parent_id;
-    for (std::size_t guard = 0; parent >= 0 && guard < 64; ++guard) {
-      const auto it = index.find(parent);
-      if (it == index.end()) break;
-      ++depth[i];
-      parent = run.steps[it->second].parent_id;
-    }
-  }
-  return depth;
+  return out + (inferred ? ",\"inferred\":true}" : "}");
 }
 
 // The slices of one run: steps, their attempts and their iterations (clamped into the step).
 std::vector<Slice> collect_slices(const Run& run, const ChromeTraceOptions& options) {
-  const std::vector<int> depth = step_depths(run);
+  const std::vector<int> depth = detail::step_depths(run);
   std::vector<Slice> slices;
   for (std::size_t i = 0; i < run.steps.size(); ++i) {
     const StepRecord& s = run.steps[i];
@@ -143,7 +123,7 @@ std::vector<Slice> collect_slices(const Run& run, const ChromeTraceOptions& opti
                            depth[i],
                            i,
                            s.name,
-                           std::string(to_string(s.kind)),
+                           category(std::string(to_string(s.kind)), detail::step_inferred(s)),
                            step_args(s),
                            {}});
     std::int64_t t = start;
@@ -151,7 +131,9 @@ std::vector<Slice> collect_slices(const Run& run, const ChromeTraceOptions& opti
       const Attempt& at = s.attempts[a];
       const std::int64_t a_end =
           std::min(end, add_saturated(t, std::max<std::int64_t>(at.duration_ns, 0)));
-      json args{{"outcome", std::string(to_string(at.outcome))}, {"duration_ns", at.duration_ns}};
+      json args{{"step_id", s.id},
+                {"outcome", std::string(to_string(at.outcome))},
+                {"duration_ns", at.duration_ns}};
       if (!at.error.empty()) args["error"] = at.error;
       slices.push_back(Slice{t,
                              a_end,
@@ -159,7 +141,7 @@ std::vector<Slice> collect_slices(const Run& run, const ChromeTraceOptions& opti
                              depth[i],
                              i,
                              "attempt " + std::to_string(a + 1) + ": " + at.strategy,
-                             "attempt",
+                             category("attempt", detail::step_inferred(s)),
                              args.dump(-1, ' ', false, json::error_handler_t::replace),
                              {}});
       t = a_end;
@@ -176,17 +158,24 @@ std::vector<Slice> collect_slices(const Run& run, const ChromeTraceOptions& opti
         high = std::max(high, s.iteration_ns[k]);
       }
       const std::int64_t it_end = std::min(end, add_saturated(t, total));
-      Slice slice{t, it_end, SliceKind::kIteration, depth[i], i, {}, "iteration", {}, {}};
+      const bool inferred = detail::iterations_inferred(s);
+      Slice slice{t, it_end, SliceKind::kIteration,           depth[i],
+                  i, {},     category("iteration", inferred), {},
+                  {}};
       if (last - first == 1) {
         slice.name = "iteration " + std::to_string(first + 1);
-        slice.args = object_text({{"duration_ns", static_cast<double>(s.iteration_ns[first])}});
+        slice.args = object_text({{"step_id", static_cast<double>(s.id)},
+                                  {"duration_ns", static_cast<double>(s.iteration_ns[first])}},
+                                 inferred);
       } else {
         slice.name = "iterations " + std::to_string(first + 1) + "-" + std::to_string(last);
         slice.args = object_text(
-            {{"count", static_cast<double>(last - first)},
+            {{"step_id", static_cast<double>(s.id)},
+             {"count", static_cast<double>(last - first)},
              {"mean_ns", static_cast<double>(total) / static_cast<double>(last - first)},
              {"min_ns", static_cast<double>(low)},
-             {"max_ns", static_cast<double>(high)}});
+             {"max_ns", static_cast<double>(high)}},
+            inferred);
       }
       slices.push_back(std::move(slice));
       t = it_end;
@@ -221,6 +210,14 @@ void place_slices(const Run& run, std::vector<Slice>& slices) {
                   static_cast<unsigned>(id) * 4u + static_cast<unsigned>(s.kind) + 1u);
     if (s.kind != SliceKind::kStep && step_async[s.step]) {
       s.async_id = buf;
+      continue;
+    }
+    // A slice under half a microsecond is zero long once rounded: on a thread track its place
+    // is ambiguous (a consumer puts it inside a sibling starting at the same microsecond), so
+    // it goes to an async track, as an overlapping slice does.
+    if (round_us(s.end) == round_us(s.start)) {
+      s.async_id = buf;
+      if (s.kind == SliceKind::kStep) step_async[s.step] = 1;
       continue;
     }
     while (!open_ends.empty() && open_ends.back() <= s.start) open_ends.pop_back();
@@ -262,19 +259,70 @@ std::string json_string(const std::string& s) {
   return out;
 }
 
-void write_counters(std::string& out, const Run& run, int pid, const ChromeTraceOptions& options) {
+// A series whose every value is the same (total memory): no track, its value in metadata.
+bool constant_column(const TimeSeries& ts, std::size_t m, double& value) {
+  const std::size_t width = ts.metrics.size();
+  bool seen = false;
+  for (std::size_t row = 0; row < ts.size(); ++row) {
+    const double v = ts.values[row * width + m];
+    if (!std::isfinite(v)) continue;
+    if (seen && v != value) return false;
+    seen = true;
+    value = v;
+  }
+  return seen;
+}
+
+// The exact per-step peaks of one metric as points (run offset, value): at the peak's own
+// time, or for a high-water mark without a time at the highest sample inside the step (the
+// console's "time sampled"); a step with no sample inside has no time for it and no point.
+std::vector<std::pair<std::int64_t, double>> exact_peaks(const Run& run,
+                                                         const std::string& metric) {
+  std::vector<std::pair<std::int64_t, double>> points;
+  for (const StepRecord& s : run.steps) {
+    const MetricFigures* m = s.metric(metric);
+    if (m == nullptr || m->peak_source != "exact" || !std::isfinite(m->peak)) continue;
+    if (m->peak_offset_ns >= 0) {
+      points.emplace_back(add_saturated(s.start_offset_ns, m->peak_offset_ns), m->peak);
+      continue;
+    }
+    const detail::SampledPeak h = detail::highest_sample(
+        run, metric, s.start_offset_ns, add_saturated(s.start_offset_ns, s.duration_ns));
+    if (h.found) points.emplace_back(h.offset_ns, m->peak);
+  }
+  std::sort(points.begin(), points.end());
+  return points;
+}
+
+// Writes one counter track per varying metric; returns the constant ones (name -> value).
+json write_counters(std::string& out, const Run& run, int pid, const ChromeTraceOptions& options) {
+  json constants = json::object();
   const TimeSeries& ts = run.series;
   const std::size_t width = ts.metrics.size();
-  if (ts.values.size() != width * ts.size()) return;  // malformed: nothing safe to draw
+  if (ts.values.size() != width * ts.size()) return constants;  // malformed: nothing safe to draw
   for (std::size_t m = 0; m < width; ++m) {
+    double constant = 0;
+    if (constant_column(ts, m, constant)) {
+      constants[ts.metrics[m]] = constant;
+      continue;
+    }
     // One track per metric: the event name is the metric name (unique, its unit in its
     // suffix), the one args key "value" (Perfetto names the track "<name> value").
     const std::string name_json = json_string(ts.metrics[m]);
-    bool first = true;
-    double last = 0;
+    std::vector<std::pair<std::int64_t, double>> points;
     for (std::size_t row :
          detail::minmax_rows(ts.offset_ns, ts.values.data() + m, width, options.counter_spans)) {
-      const double v = ts.values[row * width + m];
+      points.emplace_back(ts.offset_ns[row], ts.values[row * width + m]);
+    }
+    const auto peaks = exact_peaks(run, ts.metrics[m]);
+    if (!peaks.empty()) {
+      points.insert(points.end(), peaks.begin(), peaks.end());
+      std::stable_sort(points.begin(), points.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
+    bool first = true;
+    double last = 0;
+    for (const auto& [t, v] : points) {
       // A counter holds its value until the next event: repeats add nothing. Perfetto cannot
       // draw a gap, so a missing sample (NaN) is left out.
       if (!std::isfinite(v) || (!first && v == last)) continue;
@@ -282,15 +330,16 @@ void write_counters(std::string& out, const Run& run, int pid, const ChromeTrace
       last = v;
       begin_event(out, "C", pid);
       out += ",\"name\":" + name_json + ",\"ts\":";
-      append_us(out, ts.offset_ns[row]);
+      append_int(out, round_us(t));
       out += ",\"args\":{\"value\":";
       append_number(out, v);
       out += "}}";
     }
   }
+  return constants;
 }
 
-json run_metadata(const Run& run, int pid, const ChromeTraceOptions& options) {
+json run_metadata(const Run& run, int pid, const ChromeTraceOptions& options, json constants) {
   json gpus = json::array();
   for (const GpuInfo& g : run.gpus) {
     gpus.push_back(json{{"index", g.index},
@@ -321,10 +370,12 @@ json run_metadata(const Run& run, int pid, const ChromeTraceOptions& options) {
               {"series", json{{"interval_ns", run.series.interval_ns},
                               {"samples_taken", run.series.samples_taken},
                               {"samples_stored", run.series.size()},
-                              {"counter_spans", options.counter_spans}}}};
+                              {"counter_spans", options.counter_spans},
+                              {"constant", std::move(constants)}}}};
 }
 
-void write_run(std::string& out, const Run& run, int pid, const ChromeTraceOptions& options) {
+// Writes one run's events; returns its constant series (for metadata).
+json write_run(std::string& out, const Run& run, int pid, const ChromeTraceOptions& options) {
   std::string process = "genscope";
   if (!run.pipeline.name.empty()) process += ": " + run.pipeline.name;
   if (!run.pipeline.model.empty()) process += " (" + run.pipeline.model + ")";
@@ -351,9 +402,9 @@ void write_run(std::string& out, const Run& run, int pid, const ChromeTraceOptio
       out += ",\"tid\":";
       append_int(out, tid);
       out += ",\"ts\":";
-      append_us(out, s.start);
+      append_int(out, round_us(s.start));
       out += ",\"dur\":";
-      append_us(out, s.end - s.start);
+      append_int(out, round_us(s.end) - round_us(s.start));
       out += ",\"cat\":" + cat + ",\"name\":" + name + ",\"args\":" + s.args + "}";
       continue;
     }
@@ -362,23 +413,24 @@ void write_run(std::string& out, const Run& run, int pid, const ChromeTraceOptio
       out += ",\"tid\":";
       append_int(out, tid);
       out += ",\"ts\":";
-      append_us(out, begin ? s.start : s.end);
+      append_int(out, round_us(begin ? s.start : s.end));
       out +=
           ",\"cat\":" + cat + ",\"name\":" + name + ",\"id2\":{\"local\":\"" + s.async_id + "\"}";
       if (begin) out += ",\"args\":" + s.args;
       out += "}";
     }
   }
-  write_counters(out, run, pid, options);
+  json constants = write_counters(out, run, pid, options);
   for (const MonitoringError& e : run.monitoring_errors) {
     begin_event(out, "i", pid);
     out += ",\"s\":\"p\",\"ts\":";
-    append_us(out, e.offset_ns);
+    append_int(out, round_us(e.offset_ns));
     out +=
         ",\"cat\":\"monitoring_error\",\"name\":" + json_string("monitoring error: " + e.source) +
         ",\"args\":{\"message\":" + json_string(e.message) + ",\"step\":" + json_string(e.step) +
         "}}";
   }
+  return constants;
 }
 
 }  // namespace
@@ -388,8 +440,8 @@ std::string render_chrome_trace(std::span<const Run> runs, const ChromeTraceOpti
   json meta_runs = json::array();
   int pid = 1;
   for (const Run& run : runs) {
-    write_run(out, run, pid, options);
-    meta_runs.push_back(run_metadata(run, pid, options));
+    json constants = write_run(out, run, pid, options);
+    meta_runs.push_back(run_metadata(run, pid, options, std::move(constants)));
     ++pid;
   }
   const json metadata{{"generator", std::string("genscope ") + version()},

@@ -93,9 +93,11 @@ std::string render_steps_csv(std::span<const Run> runs) {
   for (const char* h : {"run_id",
                         "step_id",
                         "parent_id",
+                        "depth",
                         "name",
                         "kind",
                         "status",
+                        "inferred",
                         "thread",
                         "start_offset_ns",
                         "duration_ns",
@@ -107,6 +109,7 @@ std::string render_steps_csv(std::span<const Run> runs) {
                         "attempt_chain",
                         "strategy_used",
                         "iterations",
+                        "iterations_inferred",
                         "iterations_per_second",
                         "iteration_first_ns",
                         "iteration_mean_ns",
@@ -124,13 +127,17 @@ std::string render_steps_csv(std::span<const Run> runs) {
   w.end_record();
 
   for (const Run& run : runs) {
-    for (const StepRecord& s : run.steps) {
+    const std::vector<int> depth = detail::step_depths(run);
+    for (std::size_t i = 0; i < run.steps.size(); ++i) {
+      const StepRecord& s = run.steps[i];
       w.text(run.id);
       w.integer(s.id);
       w.integer(s.parent_id);
+      w.integer(depth[i]);
       w.text(s.name);
       w.text(to_string(s.kind));
       w.text(to_string(s.status));
+      w.text(detail::step_inferred(s) ? "true" : "false");
       w.integer(s.thread);
       w.integer(s.start_offset_ns);
       w.integer(s.duration_ns);
@@ -151,6 +158,7 @@ std::string render_steps_csv(std::span<const Run> runs) {
       w.text(used);
       const IterationStats it = summarize_iterations(s.iteration_ns);
       w.integer(static_cast<std::int64_t>(it.count));
+      w.text(it.count == 0 ? "" : detail::iterations_inferred(s) ? "true" : "false");
       for (double v : {it.iterations_per_second, it.first_ns, it.mean_ns, it.p50_ns, it.p95_ns}) {
         w.number(it.count > 0 ? v : kNaN);
       }

@@ -3,8 +3,10 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 namespace genscope::detail {
 
@@ -29,23 +31,48 @@ void append_int(std::string& out, std::int64_t value) {
   out.append(buf, r.ptr);
 }
 
-void append_us(std::string& out, std::int64_t ns) {
-  // Integer arithmetic: the decimal is exact, so readers that round microseconds * 1000 to
-  // the nearest nanosecond (Perfetto) get the original value back.
-  std::uint64_t magnitude =
-      ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
-  if (ns < 0) out += '-';
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, magnitude / 1000);
-  out.append(buf, r.ptr);
-  unsigned fraction = static_cast<unsigned>(magnitude % 1000);
-  if (fraction == 0) return;
-  char digits[4] = {'.', static_cast<char>('0' + fraction / 100),
-                    static_cast<char>('0' + fraction / 10 % 10),
-                    static_cast<char>('0' + fraction % 10)};
-  std::size_t n = 4;
-  while (digits[n - 1] == '0') --n;
-  out.append(digits, n);
+std::string format_iec_bytes(double bytes) {
+  if (!std::isfinite(bytes)) return "n/a";
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = std::fabs(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[48];
+  const char* sign = bytes < 0 ? "-" : "";
+  if (u == 0) {
+    std::snprintf(buf, sizeof buf, "%s%.0f B", sign, v);
+  } else {
+    std::snprintf(buf, sizeof buf, v < 10 ? "%s%.2f %s" : (v < 100 ? "%s%.1f %s" : "%s%.0f %s"),
+                  sign, v, kUnits[u]);
+  }
+  return buf;
+}
+
+std::vector<int> step_depths(const Run& run) {
+  std::unordered_map<int, std::size_t> index;
+  for (std::size_t i = 0; i < run.steps.size(); ++i) index.emplace(run.steps[i].id, i);
+  std::vector<int> depth(run.steps.size(), 0);
+  for (std::size_t i = 0; i < run.steps.size(); ++i) {
+    int parent = run.steps[i].parent_id;
+    for (std::size_t guard = 0; parent >= 0 && guard < 64; ++guard) {
+      const auto it = index.find(parent);
+      if (it == index.end()) break;
+      ++depth[i];
+      parent = run.steps[it->second].parent_id;
+    }
+  }
+  return depth;
+}
+
+bool step_inferred(const StepRecord& /*step*/) noexcept { return false; }
+
+std::int64_t round_us(std::int64_t ns) noexcept {
+  const std::int64_t shifted = add_saturated(ns, 500);
+  const std::int64_t q = shifted / 1000;
+  return (shifted % 1000 < 0) ? q - 1 : q;  // floor division for negative offsets
 }
 
 void append_json_string(std::string& out, std::string_view text) {

@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "genscope/run.hpp"
 
 namespace genscope::detail {
 
@@ -14,13 +17,32 @@ namespace genscope::detail {
 void append_number(std::string& out, double value, std::string_view non_finite = "null");
 /// Appends an integer.
 void append_int(std::string& out, std::int64_t value);
-/// Appends nanoseconds as exact microseconds: 12490533 -> "12490.533", 5000 -> "5".
-void append_us(std::string& out, std::int64_t ns);
+/// Nanoseconds to whole microseconds, rounded half up (floor((ns + 500) / 1000)): monotonic,
+/// so intervals that nest or touch in nanoseconds still nest or touch in microseconds.
+std::int64_t round_us(std::int64_t ns) noexcept;
 /// Appends `text` as a JSON string literal (quotes included; invalid UTF-8 replaced by U+FFFD).
 void append_json_string(std::string& out, std::string_view text);
 /// Appends `text` escaped for HTML text and attribute values (& < > " ').
 void append_html(std::string& out, std::string_view text);
+/// Bytes in IEC binary units as the HTML report prints them: "512 B", "4.50 KiB", "285 MiB",
+/// "22.8 GiB" (three significant digits, as the console's figures).
+std::string format_iec_bytes(double bytes);
 /// a + b, saturated at the int64 limits instead of overflowing.
 std::int64_t add_saturated(std::int64_t a, std::int64_t b) noexcept;
+
+/// The depth of each step of `run` (0: top level, 1: inside a top-level step, ...), by its
+/// parent chain; bounded at 64 levels, so a malformed cycle cannot loop.
+std::vector<int> step_depths(const Run& run);
+
+/// Whether a step's own begin or end was inferred from evidence (a log line, a progress bar)
+/// rather than observed: the one place every export asks it. The run document has no
+/// step-level flag yet, so no step reads as inferred; when StepRecord gains one (`closed_by`,
+/// docs/design.md "Step sources and the step tree"), it is honoured here.
+bool step_inferred(const StepRecord& step) noexcept;
+/// Whether some of a step's iteration durations were inferred (spread over a progress
+/// redraw) rather than timed one by one.
+inline bool iterations_inferred(const StepRecord& step) noexcept {
+  return step.iterations_inferred;
+}
 
 }  // namespace genscope::detail

@@ -25,21 +25,29 @@
 namespace genscope::detail {
 namespace {
 
+// Which metrics of its unit a chart draws: the process's (and GPU's) memory is the subject
+// of the memory chart; the whole machine's gets a chart of its own, on an axis from 0, so a
+// wobble of a fraction of a percent of the machine's memory does not fill a chart.
+enum class Scope { kAll, kNotSystem, kSystem };
+
 struct UnitChart {
   Unit unit;
   const char* id;
   const char* title;
   const char* unit_name;  // formatter of html_report.js
   bool from_zero;
+  Scope scope;
 };
 
 constexpr UnitChart kUnitCharts[] = {
-    {Unit::kBytes, "memory", "Memory timeline", "bytes", true},
-    {Unit::kPercent, "percent", "Utilisation and RAM use (%)", "percent", true},
-    {Unit::kWatts, "power", "Power", "watts", true},
-    {Unit::kCelsius, "temperature", "Temperature", "celsius", false},
-    {Unit::kHertz, "clocks", "Clocks", "hertz", true},
-    {Unit::kCount, "counts", "Counts", "count", true},
+    {Unit::kBytes, "memory", "Memory timeline (process and GPU)", "bytes", true, Scope::kNotSystem},
+    {Unit::kBytes, "system-memory", "System memory (the whole machine, axis from 0)", "bytes", true,
+     Scope::kSystem},
+    {Unit::kPercent, "percent", "Utilisation and RAM use (%)", "percent", true, Scope::kAll},
+    {Unit::kWatts, "power", "Power", "watts", true, Scope::kAll},
+    {Unit::kCelsius, "temperature", "Temperature", "celsius", false, Scope::kAll},
+    {Unit::kHertz, "clocks", "Clocks", "hertz", true, Scope::kAll},
+    {Unit::kCount, "counts", "Counts", "count", true, Scope::kAll},
 };
 
 // Metrics drawn on a unit's chart: constants (totals) and headroom (free, available) add
@@ -49,6 +57,10 @@ bool charted(const std::string& metric) {
 }
 
 bool is_system(const std::string& metric) { return metric.rfind("system.", 0) == 0; }
+
+bool in_scope(const UnitChart& chart, const std::string& metric) {
+  return chart.scope == Scope::kAll || (chart.scope == Scope::kSystem) == is_system(metric);
+}
 
 void append_seconds(std::string& out, std::int64_t ns) {
   append_number(out, static_cast<double>(ns) / 1e9);
@@ -64,7 +76,8 @@ std::string runs_json(std::span<const Run> runs) {
     const Run& run = runs[r];
     append_array_sep(out);
     out += "{\"label\":";
-    append_json_string(out, run_letter(r) + ": " + run.pipeline.name + " " + run.id.substr(0, 8));
+    append_json_string(out, (runs.size() > 1 ? run_letter(r) + ": " : std::string()) +
+                                run.pipeline.name + " " + run.id.substr(0, 8));
     out += ",\"steps\":[";
     std::unordered_map<int, int> depth;  // step id -> depth; parents come before their children
     for (const StepRecord& s : run.steps) {
@@ -101,18 +114,14 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
     for (std::size_t m = 0; m < run.series.metrics.size(); ++m) {
       const std::string& name = run.series.metrics[m];
       if (m < run.series.units.size() && run.series.units[m] == chart.unit && charted(name) &&
+          in_scope(chart, name) &&
           std::find(metrics.begin(), metrics.end(), name) == metrics.end()) {
         metrics.push_back(name);
       }
     }
   }
   if (metrics.empty()) return false;
-  const bool two_axes = chart.unit == Unit::kBytes &&
-                        std::any_of(metrics.begin(), metrics.end(), is_system) &&
-                        !std::all_of(metrics.begin(), metrics.end(), is_system);
-  auto scale_of = [&](const std::string& metric) {
-    return two_axes && is_system(metric) ? "sys" : "y";
-  };
+  const bool memory = chart.unit == Unit::kBytes && chart.scope != Scope::kSystem;
 
   std::int64_t end_ns = 0;  // the longest run: the x axis spans 0 .. its end
   for (const Run& run : runs) end_ns = std::max(end_ns, run.duration_ns);
@@ -121,14 +130,10 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
   append_seconds(out, end_ns);
   out += "],";
   out += std::string("\"id\":\"") + chart.id + "\",\"unit\":\"" + chart.unit_name +
-         "\",\"x_unit\":\"seconds\",\"x_label\":\"time\",\"height\":" +
-         (chart.unit == Unit::kBytes ? "380" : "240") +
-         ",\"points\":false,\"bands\":" + (chart.unit == Unit::kBytes ? "true" : "false") +
-         ",\"axes\":[";
-  out += std::string("{\"scale\":\"y\",\"label\":\"") +
-         (two_axes ? "process and GPU" : chart.unit_name) +
+         "\",\"x_unit\":\"seconds\",\"x_label\":\"time\",\"height\":" + (memory ? "380" : "240") +
+         ",\"points\":false,\"bands\":" + (memory ? "true" : "false") + ",\"axes\":[";
+  out += std::string("{\"scale\":\"y\",\"label\":\"") + chart.unit_name +
          "\",\"from_zero\":" + (chart.from_zero ? "true" : "false") + "}";
-  if (two_axes) out += ",{\"scale\":\"sys\",\"label\":\"system\",\"from_zero\":false}";
   out += "],\"tables\":[";
 
   std::string peaks = "[";
@@ -139,7 +144,8 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
     if (ts.size() == 0 || ts.values.size() != width * ts.size()) continue;
     std::vector<std::size_t> columns;
     for (std::size_t m = 0; m < width; ++m) {
-      if (m < ts.units.size() && ts.units[m] == chart.unit && charted(ts.metrics[m])) {
+      if (m < ts.units.size() && ts.units[m] == chart.unit && charted(ts.metrics[m]) &&
+          in_scope(chart, ts.metrics[m])) {
         columns.push_back(m);
       }
     }
@@ -160,7 +166,7 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
       out += "{\"label\":";
       append_json_string(out,
                          metric_label(metric) + (runs.size() > 1 ? " · " + run_letter(r) : ""));
-      out += std::string(",\"scale\":\"") + scale_of(metric) + "\",\"color\":";
+      out += ",\"scale\":\"y\",\"color\":";
       append_int(out, std::find(metrics.begin(), metrics.end(), metric) - metrics.begin());
       out += ",\"values\":[";
       for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -267,7 +273,12 @@ HtmlChartData html_chart_data(std::span<const Run> runs, std::size_t spans) {
   for (const UnitChart& chart : kUnitCharts) {
     if (!unit_chart_json(charts, runs, chart, spans)) continue;
     HtmlChart c{chart.id, "timeline", chart.title, sampling_note};
-    if (chart.unit == Unit::kBytes) {
+    if (chart.scope == Scope::kSystem) {
+      c.note =
+          "Memory in use on the whole machine (every process, the page cache excluded), on "
+          "an axis from 0 to its highest value. " +
+          sampling_note;
+    } else if (chart.unit == Unit::kBytes) {
       c.note =
           "Shaded bands and the lane above the plot: top-level steps (red outline: failed "
           "or skipped). Diamonds: each step's peak at the time it happened (exact peaks "

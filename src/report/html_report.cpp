@@ -64,8 +64,8 @@ std::vector<std::string> peak_metrics(const Run& run) {
 // high-water mark the sampler never saw) the time of the highest sample inside the step.
 std::string peak_cell(const Run& run, const StepRecord& step, const MetricFigures* m) {
   if (m == nullptr || !std::isfinite(m->peak)) return "<td class=\"num\">n/a</td>";
-  const std::string title =
-      "before " + format_bytes(m->before) + ", after " + format_bytes(m->after);
+  const std::string title = "before " + detail::format_iec_bytes(m->before) + ", after " +
+                            detail::format_iec_bytes(m->after);
   const std::string source = m->peak_source.empty() ? "peak" : m->peak_source;
   std::string when;
   if (m->peak_offset_ns >= 0) {
@@ -82,11 +82,13 @@ std::string peak_cell(const Run& run, const StepRecord& step, const MetricFigure
     } else if (h.value >= m->peak) {
       when = source + "; time sampled: " + at;
     } else {
-      when = source + "; time sampled: highest sample " + format_bytes(h.value) + " " + at;
+      when =
+          source + "; time sampled: highest sample " + detail::format_iec_bytes(h.value) + " " + at;
     }
   }
-  return "<td class=\"num\" title=\"" + esc(title) + "\">" + esc(format_bytes(m->peak)) +
-         "<br><span class=\"note\">" + esc(when) + "</span></td>";
+  return "<td class=\"num\" title=\"" + esc(title) + "\">" +
+         esc(detail::format_iec_bytes(m->peak)) + "<br><span class=\"note\">" + esc(when) +
+         "</span></td>";
 }
 
 std::string attempts_cell(const StepRecord& s) {
@@ -155,20 +157,22 @@ void steps_table(std::string& out, const Run& run, std::size_t r, std::size_t ru
 }
 
 void iteration_table(std::string& out, std::span<const Run> runs) {
-  out +=
-      "<table class=\"iterations\"><thead><tr><th>run</th><th>step</th><th class=\"num\">count"
-      "</th><th class=\"num\">it/s</th><th class=\"num\">first</th><th class=\"num\">first / "
-      "rest</th><th class=\"num\">mean</th><th class=\"num\">p50</th><th class=\"num\">p95</th>"
-      "<th class=\"num\">min</th><th class=\"num\">max</th><th class=\"num\">stddev</th></tr>"
-      "</thead><tbody>";
+  // A run column only when there are several runs to tell apart.
+  const bool several = runs.size() > 1;
+  out += std::string("<table class=\"iterations\"><thead><tr>") + (several ? "<th>run</th>" : "") +
+         "<th>step</th><th class=\"num\">count"
+         "</th><th class=\"num\">it/s</th><th class=\"num\">first</th><th class=\"num\">first / "
+         "rest</th><th class=\"num\">mean</th><th class=\"num\">p50</th><th class=\"num\">p95</th>"
+         "<th class=\"num\">min</th><th class=\"num\">max</th><th class=\"num\">stddev</th></tr>"
+         "</thead><tbody>";
   for (std::size_t r = 0; r < runs.size(); ++r) {
     for (const StepRecord& s : runs[r].steps) {
       if (s.iteration_ns.empty()) continue;
       const IterationStats it = summarize_iterations(s.iteration_ns);
-      out += "<tr><td>" + detail::run_letter(r) + "</td><td>" + esc(s.name) +
-             "</td><td class=\"num\">" + std::to_string(it.count) + "</td><td class=\"num\">" +
-             fixed(it.iterations_per_second, "%.2f") + "</td><td class=\"num\">" +
-             duration(it.first_ns) + "</td><td class=\"num\">" +
+      out += "<tr>" + (several ? "<td>" + detail::run_letter(r) + "</td>" : std::string()) +
+             "<td>" + esc(s.name) + "</td><td class=\"num\">" + std::to_string(it.count) +
+             "</td><td class=\"num\">" + fixed(it.iterations_per_second, "%.2f") +
+             "</td><td class=\"num\">" + duration(it.first_ns) + "</td><td class=\"num\">" +
              fixed(it.first_ns / it.mean_rest_ns, "%.2fx") + "</td>";
       for (double v : {it.mean_ns, it.p50_ns, it.p95_ns, it.min_ns, it.max_ns, it.stddev_ns}) {
         out += "<td class=\"num\">" + duration(v) + "</td>";
@@ -207,12 +211,12 @@ void run_metadata(std::string& out, const Run& run, std::size_t r, std::size_t r
   meta_row(out, "host",
            esc(run.host.hostname) + ", " + esc(run.host.cpu_model) + ", " +
                std::to_string(run.host.cpu_cores) + " cores, " +
-               esc(format_bytes(run.host.ram_bytes)) + " RAM, " + esc(run.host.os));
+               esc(detail::format_iec_bytes(run.host.ram_bytes)) + " RAM, " + esc(run.host.os));
   std::string gpus;
   for (const GpuInfo& g : run.gpus) {
     gpus += (gpus.empty() ? "" : "<br>") + std::to_string(g.index) + ": " + esc(g.name) + ", " +
-            esc(format_bytes(g.total_bytes)) + ", driver " + esc(g.driver_version) + ", " +
-            esc(g.uuid);
+            esc(detail::format_iec_bytes(g.total_bytes)) + ", driver " + esc(g.driver_version) +
+            ", " + esc(g.uuid);
   }
   meta_row(out, "GPUs", gpus.empty() ? "none seen" : gpus);
   std::string probes;

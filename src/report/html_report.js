@@ -10,8 +10,10 @@
   var runDash = [[], [8, 4], [2, 3], [12, 4, 2, 4]];  // run i is drawn with runDash[i % 4]
   var plots = [];
 
+  // IEC binary units (KiB, MiB, GiB), as the page's tables print them.
+  var byteUnits = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   function formatBytes(v) {
-    var units = ['B', 'KB', 'MB', 'GB', 'TB'];
+    var units = byteUnits;
     var a = Math.abs(v), u = 0;
     while (a >= 1024 && u < 4) { a /= 1024; u++; }
     var digits = u === 0 ? 0 : a < 10 ? 2 : a < 100 ? 1 : 0;
@@ -41,17 +43,17 @@
     return function (v) { return v == null || !isFinite(v) ? '–' : f(v); };
   }
   // Axis labels with as many decimals as the step between them needs, so close values
-  // (2.061 GB, 2.062 GB) do not print alike.
+  // (2.061 GiB, 2.062 GiB) do not print alike.
   function axisValues(unit, splits) {
     if (unit !== 'bytes') return splits.map(formatter(unit));
     var top = Math.max.apply(null, splits.map(Math.abs)), u = 0, div = 1;
-    var units = ['B', 'KB', 'MB', 'GB', 'TB'];
+    var units = byteUnits;
     while (top / div >= 1024 && u < 4) { div *= 1024; u++; }
     var step = splits.length > 1 ? Math.abs(splits[1] - splits[0]) / div : 1;
     var digits = u === 0 ? 0 : Math.min(3, Math.max(0, Math.ceil(-Math.log10(step) + 0.001)));
     return splits.map(function (v) { return v == null ? '' : (v / div).toFixed(digits) + ' ' + units[u]; });
   }
-  // Byte axes step by 1, 2 or 5 times a power of 1024 (1 MB, 2 MB, 5 MB, 10 MB, ...).
+  // Byte axes step by 1, 2 or 5 times a power of 1024 (1 MiB, 2 MiB, 5 MiB, 10 MiB, ...).
   var byteIncrs = [];
   [1, 1024, 1048576, 1073741824, 1099511627776].forEach(function (base) {
     [1, 2, 5, 10, 20, 50, 100, 200, 500].forEach(function (m) { byteIncrs.push(m * base); });
@@ -76,10 +78,13 @@
           ctx.save();
           data.runs.forEach(function (run, r) {
             var color = palette[r % palette.length];
-            run.steps.forEach(function (s, i) {
-              if (s.depth !== 0) return;
+            var tops = run.steps.filter(function (s) { return s.depth === 0; });
+            tops.forEach(function (s, i) {
               var x0 = clip(u, s.start), x1 = clip(u, s.end);
               if (x1 <= x0) return;
+              // A label may run past its band up to the next band (or the plot's end); one
+              // that still does not fit ends in an ellipsis instead of being cut mid-letter.
+              var next = i + 1 < tops.length ? clip(u, tops[i + 1].start) : u.bbox.left + u.bbox.width;
               if (data.runs.length === 1) {
                 ctx.fillStyle = i % 2 ? 'rgba(60,90,160,0.10)' : 'rgba(60,90,160,0.05)';
                 ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
@@ -92,15 +97,15 @@
                 ctx.lineWidth = 2 * pr;
                 ctx.strokeRect(x0, y, x1 - x0, (lane - 2) * pr);
               }
-              ctx.save();
-              ctx.beginPath();
-              ctx.rect(x0, y, x1 - x0, lane * pr);
-              ctx.clip();
               ctx.fillStyle = '#222';
               ctx.font = (11 * pr) + 'px sans-serif';
               ctx.textBaseline = 'top';
-              ctx.fillText(s.name, x0 + 3 * pr, y + 2 * pr);
-              ctx.restore();
+              var room = Math.max(next, x1) - x0 - 5 * pr, text = s.name;
+              if (ctx.measureText(text).width > room) {
+                while (text.length > 0 && ctx.measureText(text + '…').width > room) text = text.slice(0, -1);
+                text = text.length > 0 ? text + '…' : '';
+              }
+              if (text) ctx.fillText(text, x0 + 3 * pr, y + 2 * pr);
             });
           });
           ctx.restore();

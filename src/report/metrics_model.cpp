@@ -284,7 +284,11 @@ void MetricsModel::iteration(int step_id, std::int64_t duration_ns) {
 void MetricsModel::step_ended(const StepRecord& step) {
   open_.erase(step.id);
   const double duration = seconds(static_cast<double>(step.duration_ns));
-  step_durations_[step.kind].observe(duration);
+  // Each moment counts once: durations and work counters add up over top-level steps only
+  // (a nested step's time and work are inside its parent's, which usually sums them). Steps,
+  // attempts and iterations are events marked on exactly one step: every step counts.
+  const bool top_level = step.parent_id < 0;
+  if (top_level) step_durations_[step.kind].observe(duration);
   steps_[{step.kind, step.status}] += 1;
   for (const Attempt& a : step.attempts) attempts_[{step.kind, a.strategy, a.outcome}] += 1;
   if (!step.iteration_ns.empty()) {
@@ -292,7 +296,9 @@ void MetricsModel::step_ended(const StepRecord& step) {
     for (std::int64_t ns : step.iteration_ns) h.observe(seconds(static_cast<double>(ns)));
     iterations_[step.kind] += static_cast<double>(step.iteration_ns.size());
   }
-  for (const auto& [counter, value] : step.counters) work_[{step.kind, counter}] += value;
+  if (top_level) {
+    for (const auto& [counter, value] : step.counters) work_[{step.kind, counter}] += value;
+  }
 
   // Peaks: the step's exact (or sampled) peaks fold into the run's.
   std::vector<std::pair<std::string, double>> step_peaks;
@@ -446,12 +452,22 @@ std::vector<MetricFamily> MetricsModel::families(std::int64_t now_unix_ns) const
             "Duration of the latest finished step of each name.",
             {{"kind", kind_name(key.first)}, {"step", key.second}}, last.duration_seconds);
   }
-  for (const auto& [key, last] : last_steps_) {
-    for (const auto& [column, peak] : last.peaks) {
-      out.add("genscope_step_last_peak_bytes", kGauge, "bytes",
-              "Peak of a memory figure during the latest finished step of each name (exact "
-              "where the probe has high-water marks).",
-              {{"kind", kind_name(key.first)}, {"step", key.second}, {"figure", column}}, peak);
+  // One family per memory figure (one quantity per name): genscope_x_peak_bytes ->
+  // genscope_step_last_x_peak_bytes, with the figure's own labels (gpu, device).
+  for (std::size_t i = 0; i < columns_.size(); ++i) {
+    const ColumnMetric& c = columns_[i];
+    if (c.peak_family.empty()) continue;
+    const std::string family = "genscope_step_last_" + c.peak_family.substr(9);
+    const std::string help = "Peak of " + c.family +
+                             " during the latest finished step of each name (exact where the "
+                             "probe has high-water marks).";
+    for (const auto& [key, last] : last_steps_) {
+      for (const auto& [column, peak] : last.peaks) {
+        if (column != c.column) continue;
+        LabelSet labels{{"kind", kind_name(key.first)}, {"step", key.second}};
+        labels.insert(labels.end(), c.labels.begin(), c.labels.end());
+        out.add(family, kGauge, "bytes", help, std::move(labels), peak);
+      }
     }
   }
   for (const auto& [key, n] : attempts_) {
@@ -462,10 +478,22 @@ std::vector<MetricFamily> MetricsModel::families(std::int64_t now_unix_ns) const
              {"outcome", std::string(to_string(std::get<2>(key)))}},
             n);
   }
+  // One unit per name: byte counters (bytes, read_bytes, ...) apart from counts of things.
   for (const auto& [key, n] : work_) {
-    out.add("genscope_work", kCounter, "",
-            "Work counted by steps (step counters: frames, tokens, bytes, ...), by kind.",
-            {{"kind", kind_name(key.first)}, {"counter", key.second}}, n);
+    const bool bytes = key.second == "bytes" || ends_with(key.second, "_bytes");
+    if (bytes) {
+      out.add("genscope_work_bytes", kCounter, "bytes",
+              "Bytes counted by top-level steps (step counters named bytes or *_bytes), by kind.",
+              {{"kind", kind_name(key.first)}, {"counter", key.second}}, n);
+    }
+  }
+  for (const auto& [key, n] : work_) {
+    const bool bytes = key.second == "bytes" || ends_with(key.second, "_bytes");
+    if (!bytes) {
+      out.add("genscope_work", kCounter, "",
+              "Work counted by top-level steps (step counters: frames, tokens, ...), by kind.",
+              {{"kind", kind_name(key.first)}, {"counter", key.second}}, n);
+    }
   }
 
   // Iterations.

@@ -1,114 +1,84 @@
-// MetricsEndpoint: the live /metrics endpoint (cpp-httplib server on its own thread).
+// MetricsEndpoint: the live /metrics endpoint (sinks/http_server: one poll thread, bounded
+// connections with a deadline each, so slow clients neither block scrapes nor shutdown).
 //
 // The dispatcher thread updates the model under `mutex`; a scrape copies the model under the
 // same mutex (a few microseconds, docs/performance.md) and renders outside it, so a scrape
 // never holds up the delivery of events for longer than that copy, and the pipeline's
 // threads never wait on either.
-#include "genscope/metrics.hpp"
-
-#include <httplib.h>
-#include <sys/socket.h>
-
-#include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <cstring>
+#include <condition_variable>
 #include <mutex>
-#include <thread>
 
 #include "core/utc_time.hpp"
 #include "genscope/error.hpp"
+#include "genscope/metrics.hpp"
 #include "report/metrics_exposition.hpp"
 #include "report/metrics_model.hpp"
+#include "sinks/http_server.hpp"
 
 namespace genscope {
 
 struct MetricsEndpoint::Impl {
   MetricsEndpointOptions options;
   mutable std::mutex mutex;
+  std::condition_variable final_scraped;
   detail::MetricsModel model;  // guarded by mutex
-  httplib::Server server;
-  std::thread thread;
-  std::atomic<bool> finished{false};
-  std::uint16_t port = 0;
-  std::string error;
+  bool final_pending = false;  // a run finished and no scrape has read it yet; guarded by mutex
+  std::unique_ptr<detail::HttpServer> server;
 
   detail::MetricsModel snapshot() const {
     std::lock_guard lock(mutex);
     return model;
+  }
+  // A scrape: the model as of now; a finished run's state counts as read once rendered.
+  detail::HttpAnswer scrape(std::string_view accept) {
+    const MetricsFormat format = negotiate_metrics_format(accept);
+    bool was_final = false;
+    detail::MetricsModel copy;
+    {
+      std::lock_guard lock(mutex);
+      copy = model;
+      was_final = final_pending;
+    }
+    detail::HttpAnswer a{std::string(metrics_content_type(format)),
+                         detail::write_exposition(copy.families(detail::unix_now_ns()), format)};
+    if (was_final) {
+      std::lock_guard lock(mutex);
+      final_pending = false;
+      final_scraped.notify_all();
+    }
+    return a;
   }
 };
 
 MetricsEndpoint::MetricsEndpoint(MetricsEndpointOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   s.options = std::move(options);
-  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT on some versions, which would let
-  // a second server bind the same port silently instead of reporting it in use.
-  s.server.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  // No keep-alive and short timeouts: stopping never waits long for an idle scraper.
-  s.server.set_keep_alive_max_count(1);
-  s.server.set_read_timeout(2, 0);
-  s.server.set_write_timeout(2, 0);
-  s.server.new_task_queue = [] { return new httplib::ThreadPool(2); };
   Impl* impl = impl_.get();
-  s.server.Get("/metrics", [impl](const httplib::Request& req, httplib::Response& res) {
-    const MetricsFormat format = negotiate_metrics_format(req.get_header_value("Accept"));
-    const detail::MetricsModel model = impl->snapshot();
-    res.set_content(detail::write_exposition(model.families(detail::unix_now_ns()), format),
-                    std::string(metrics_content_type(format)).c_str());
-  });
-  s.server.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-        res.status = 500;
-        res.set_content("genscope: metrics rendering failed\n", "text/plain");
-      });
-
-  const std::string where = s.options.bind_address + ":" + std::to_string(s.options.port);
-  errno = 0;
-  int bound = -1;
-  if (s.options.port == 0) {
-    bound = s.server.bind_to_any_port(s.options.bind_address);
-  } else if (s.server.bind_to_port(s.options.bind_address, s.options.port)) {
-    bound = s.options.port;
-  }
-  if (bound <= 0) {
-    const int err = errno;
-    s.error = "cannot serve metrics on " + where +
-              (err != 0 ? std::string(": ") + std::strerror(err)
-                        : std::string(": address not available or port in use"));
-    return;
-  }
-  s.port = static_cast<std::uint16_t>(bound);
-  s.thread = std::thread([impl] {
-    impl->server.listen_after_bind();
-    impl->finished = true;
-  });
+  s.server = std::make_unique<detail::HttpServer>(
+      detail::HttpServerOptions{.bind_address = s.options.bind_address, .port = s.options.port},
+      [impl](std::string_view accept) { return impl->scrape(accept); });
 }
 
 MetricsEndpoint::~MetricsEndpoint() {
-  if (!impl_->thread.joinable()) return;
-  // stop() is a no-op until the listen loop has started; repeat it until the thread ends.
-  while (!impl_->finished) {
-    impl_->server.stop();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  Impl& s = *impl_;
+  if (s.server->port() != 0 && s.options.linger.count() > 0) {
+    std::unique_lock lock(s.mutex);
+    s.final_scraped.wait_for(lock, s.options.linger, [&s] { return !s.final_pending; });
   }
-  impl_->thread.join();
+  s.server.reset();  // stops serving: every connection closed, the thread joined
 }
 
-std::uint16_t MetricsEndpoint::port() const noexcept { return impl_->port; }
+std::uint16_t MetricsEndpoint::port() const noexcept { return impl_->server->port(); }
 
 std::string MetricsEndpoint::url() const {
-  if (impl_->port == 0) return {};
+  const std::uint16_t port = impl_->server->port();
+  if (port == 0) return {};
   const std::string& host = impl_->options.bind_address;
   const bool v6 = host.find(':') != std::string::npos;
-  return "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(impl_->port) +
-         "/metrics";
+  return "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/metrics";
 }
 
-std::string MetricsEndpoint::error() const { return impl_->error; }
+std::string MetricsEndpoint::error() const { return impl_->server->error(); }
 
 std::string MetricsEndpoint::render(MetricsFormat format) const {
   return detail::write_exposition(impl_->snapshot().families(detail::unix_now_ns()), format);
@@ -118,8 +88,9 @@ void MetricsEndpoint::run_started(const Run& run) {
   {
     std::lock_guard lock(impl_->mutex);
     impl_->model.run_started(run);
+    impl_->final_pending = false;
   }
-  if (!impl_->error.empty()) throw Error("MetricsUnavailable", impl_->error);
+  if (impl_->server->port() == 0) throw Error("MetricsUnavailable", impl_->server->error());
 }
 
 void MetricsEndpoint::step_began(const StepRecord& step) {
@@ -150,6 +121,7 @@ void MetricsEndpoint::monitoring_error(const MonitoringError& error) {
 void MetricsEndpoint::run_finished(const Run& run) {
   std::lock_guard lock(impl_->mutex);
   impl_->model.run_finished(run);
+  impl_->final_pending = true;
 }
 
 }  // namespace genscope

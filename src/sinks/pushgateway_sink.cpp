@@ -1,7 +1,8 @@
 // Pushing a finished run's metrics to a Prometheus Pushgateway (cpp-httplib client).
 //
 // PUT <prefix>/metrics/job/<job>/instance/<instance> with a text 0.0.4 body and no
-// timestamps (the gateway rejects pushes with timestamps; prometheus/pushgateway README.md).
+// timestamps (the gateway rejects pushes with timestamps; prometheus/pushgateway README.md);
+// counters and histograms carry the group's totals over (pushgateway_counters.hpp).
 #include "sinks/pushgateway_sink.hpp"
 
 #include <httplib.h>
@@ -12,6 +13,9 @@
 
 #include "genscope/error.hpp"
 #include "genscope/metrics.hpp"
+#include "report/metrics_exposition.hpp"
+#include "report/metrics_model.hpp"
+#include "sinks/pushgateway_counters.hpp"
 
 namespace genscope::detail {
 namespace {
@@ -134,7 +138,6 @@ void push_run_metrics(const Run& run, std::string_view gateway_url, const PushOp
   const detail::GatewayUrl url = detail::parse_gateway_url(gateway_url);
   const std::string instance = options.instance.empty() ? run.host.hostname : options.instance;
   const std::string path = url.prefix + detail::pushgateway_group_path(options.job, instance);
-  const std::string body = render_metrics(run, MetricsFormat::kPrometheusText);
 
   httplib::Client client(url.origin);
   if (!client.is_valid()) {
@@ -145,6 +148,16 @@ void push_run_metrics(const Run& run, std::string_view gateway_url, const PushOp
   client.set_connection_timeout(timeout);
   client.set_read_timeout(timeout);
   client.set_write_timeout(timeout);
+  // Counters keep counting across pushes: the group's current totals are added to this run's
+  // (an unreadable answer restarts them, which increase() reads as a counter reset).
+  std::vector<detail::MetricFamily> families =
+      detail::MetricsModel::from_run(run).families(run.start_unix_ns + run.duration_ns);
+  if (const httplib::Result current = client.Get(url.prefix + "/api/v1/metrics");
+      current && current->status == 200) {
+    const nlohmann::json answer = nlohmann::json::parse(current->body, nullptr, false);
+    if (!answer.is_discarded()) detail::add_pushed_totals(families, answer, options.job, instance);
+  }
+  const std::string body = detail::write_exposition(families, MetricsFormat::kPrometheusText);
   const httplib::Result res =
       client.Put(path, body, std::string(metrics_content_type(MetricsFormat::kPrometheusText)));
   const std::string target = url.origin + path;

@@ -8,14 +8,20 @@ Rules (docs/report.md, src/report/chrome_trace.cpp):
   - a JSON object whose keys are traceEvents and metadata only;
   - every event has ph and an integer pid, and no event has an array as a direct value
     (Perfetto's tokenizer gives up on the whole file at one);
-  - ts and dur are numbers in microseconds with at most 3 decimals (whole nanoseconds);
+  - ts and dur are whole microseconds (integers: consumers add ts + dur in doubles, where
+    decimals of microseconds drift past a successor's start);
   - every X event has dur >= 0, and the X events of one thread track nest strictly;
   - b/e pairs match on (pid, cat, id2.local) and nest strictly on their async track;
   - counter (C) args are numbers; metadata events are the four names both viewers know,
     and every thread that holds slices is named;
-  - each run's steps appear once each, at the run document's start and duration exactly;
-    each sampled metric is one counter track whose minimum and maximum are the series' ones
-    (downsampling keeps spikes); metadata.runs lists the runs in order.
+  - each run's steps appear once each, at the run document's start and end rounded to the
+    microsecond (ts = round(start), dur = round(end) - round(start)), with the exact
+    nanoseconds in args; each varying sampled metric is one counter track whose minimum and
+    maximum are those of the series and of the steps' exact peaks (downsampling keeps
+    spikes), and each exact peak with a time is a point of its track; a constant series has
+    no track but its value in metadata.runs[].series.constant; iterations a run document
+    marks inferred have category "iteration,inferred" and args inferred: true, the others
+    neither; metadata.runs lists the runs in order.
 Prints "trace ok: ..." or the first violations, exit 1.
 """
 import json
@@ -31,16 +37,42 @@ def fail(message):
 
 
 def ns(us):
-    """Microseconds (int or float with at most 3 decimals) to integer nanoseconds."""
-    value = us * 1000
-    whole = round(value)
-    if abs(value - whole) > 1e-3:
-        fail("timestamp %r has more than 3 decimals of microseconds" % us)
-    return whole
+    """Whole microseconds to nanoseconds."""
+    if not isinstance(us, int) or isinstance(us, bool):
+        fail("timestamp %r is not a whole number of microseconds" % (us,))
+        return round(us * 1000)
+    return us * 1000
+
+
+def round_us(ns_value):
+    """As the exporter: floor((ns + 500) / 1000)."""
+    return (ns_value + 500) // 1000
 
 
 def is_number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def exact_peak_points(run, metric, column):
+    """The steps' exact peaks of one metric at their time (ns, rounded to µs as the trace
+    writes it): their own time, or the highest sample inside the step when they have none."""
+    series = run["series"]
+    offsets, values = series["offset_ns"], series["values"][column]
+    points = []
+    for step in run["steps"]:
+        f = next((x for x in step.get("metrics") or [] if x.get("name") == metric), None)
+        if not f or f.get("peak_source") != "exact" or f.get("peak") is None:
+            continue
+        start, end = step["start_offset_ns"], step["start_offset_ns"] + step["duration_ns"]
+        if f.get("peak_offset_ns", -1) >= 0:
+            points.append((round_us(start + f["peak_offset_ns"]) * 1000, f["peak"]))
+            continue
+        inside = [(v, t) for t, v in zip(offsets, values) if start <= t <= end and v is not None]
+        if inside:
+            best = max(inside, key=lambda p: p[0])  # first highest, as the exporter
+            t = min(t for v, t in inside if v == best[0])
+            points.append((round_us(t) * 1000, f["peak"]))
+    return points
 
 
 def check_nesting(track, slices):
@@ -78,7 +110,8 @@ def main():
     async_tracks = defaultdict(list)
     named_threads, used_threads, process_names = set(), set(), {}
     counters = defaultdict(list)
-    step_slices = defaultdict(list)  # pid -> [(start_ns, dur_ns, name, step_id)]
+    step_slices = defaultdict(list)  # pid -> [(ts_us, dur_us, name, args)]
+    iteration_slices = defaultdict(list)  # pid -> [X events of iterations]
     for e in events:
         if not isinstance(e, dict) or "ph" not in e or not isinstance(e.get("pid"), int):
             fail("event without ph or integer pid: %r" % (e,))
@@ -108,8 +141,10 @@ def main():
                 fail("X event without an integer tid: %r" % e)
             used_threads.add((pid, e.get("tid")))
             x_tracks[(pid, e.get("tid"))].append((start, start + ns(e["dur"]), e["name"]))
-            if "step_id" in e.get("args", {}):
-                step_slices[pid].append((start, ns(e["dur"]), e["name"], e["args"]["step_id"]))
+            if "parent_id" in e.get("args", {}):
+                step_slices[pid].append((e["ts"], e["dur"], e["name"], e["args"]))
+            if e.get("cat", "").startswith("iteration"):
+                iteration_slices[pid].append(e)
         elif ph in ("b", "e"):
             local = (e.get("id2") or {}).get("local")
             if not isinstance(local, str) or "cat" not in e:
@@ -127,9 +162,8 @@ def main():
                 if b["name"] != e["name"] or start < begin:
                     fail("b/e mismatch: %r / %r" % (b, e))
                 async_tracks[key].append((begin, start, b["name"]))
-                if "step_id" in b.get("args", {}):
-                    step_slices[pid].append((begin, start - begin, b["name"],
-                                             b["args"]["step_id"]))
+                if "parent_id" in b.get("args", {}):
+                    step_slices[pid].append((b["ts"], e["ts"] - b["ts"], b["name"], b["args"]))
         elif ph == "C":
             args = e.get("args")
             if not isinstance(args, dict) or not args or not all(is_number(v) for v in args.values()):
@@ -159,17 +193,30 @@ def main():
         pid = index + 1
         if pid not in process_names:
             fail("run %d has no process_name" % pid)
-        seen = {s[3]: s for s in step_slices[pid]}
+        seen = {s[3]["step_id"]: s for s in step_slices[pid]}
         if len(seen) != len(step_slices[pid]):
             fail("run %d: a step appears twice" % pid)
+        steps = {s["id"]: s for s in run["steps"]}
         for step in run["steps"]:
             got = seen.get(step["id"])
+            start, dur = step["start_offset_ns"], max(step["duration_ns"], 0)
+            want = (round_us(start), round_us(start + dur) - round_us(start))
             if got is None:
                 fail("run %d: step %r missing from the trace" % (pid, step["name"]))
-            elif (got[0], got[1]) != (step["start_offset_ns"], max(step["duration_ns"], 0)):
-                fail("run %d: step %r at %r, run document says (%d, %d)" %
-                     (pid, step["name"], got[:2], step["start_offset_ns"], step["duration_ns"]))
+            elif (got[0], got[1]) != want or (got[3].get("start_offset_ns"),
+                                              got[3].get("duration_ns")) != (start, step["duration_ns"]):
+                fail("run %d: step %r at %r µs (args %r), run document says %r µs (%d, %d ns)" %
+                     (pid, step["name"], got[:2], got[3], want, start, step["duration_ns"]))
+        for e in iteration_slices[pid]:
+            step = steps.get(e["args"].get("step_id"))
+            inferred = bool(step and (step.get("iterations") or {}).get("inferred"))
+            marked = (e["cat"] == "iteration,inferred", e["args"].get("inferred") is True)
+            if marked != (inferred, inferred):
+                fail("run %d: %r of step %r marked %r, the run document says inferred=%r" %
+                     (pid, e["name"], step and step["name"], marked, inferred))
         series = run["series"]
+        constant = ((meta_runs[index] if index < len(meta_runs) else {}).get("series") or {}).get(
+            "constant", {})
         for m, metric in enumerate(series["metrics"]):
             values = [v for v in series["values"][m] if v is not None]
             track = counters.get((pid, metric["name"], "value"), [])
@@ -177,11 +224,25 @@ def main():
                 if track:
                     fail("run %d: counter for %s, which has no value" % (pid, metric["name"]))
                 continue
+            if min(values) == max(values):
+                if track:
+                    fail("run %d: constant series %s has a counter track" % (pid, metric["name"]))
+                if constant.get(metric["name"]) != values[0]:
+                    fail("run %d: constant series %s missing from metadata (%r)" %
+                         (pid, metric["name"], constant))
+                continue
+            peaks = exact_peak_points(run, metric["name"], m)
             got = [v for _, v in track]
-            if not got or min(got) != min(values) or max(got) != max(values):
-                fail("run %d: counter %s keeps [%s, %s], series has [%s, %s]" %
+            want = values + [v for _, v in peaks]
+            if not got or min(got) != min(want) or max(got) != max(want):
+                fail("run %d: counter %s keeps [%s, %s], series and exact peaks have [%s, %s]" %
                      (pid, metric["name"], min(got, default=None), max(got, default=None),
-                      min(values), max(values)))
+                      min(want), max(want)))
+            for t, v in peaks:
+                held = [tv for tt, tv in track if tt <= t]  # a repeat is not written again
+                if (t, v) not in track and (not held or held[-1] != v):
+                    fail("run %d: exact peak %s = %r at %d ns is not on its track" %
+                         (pid, metric["name"], v, t))
             times = [t for t, _ in track]
             if times != sorted(times):
                 fail("run %d: counter %s goes back in time" % (pid, metric["name"]))

@@ -45,6 +45,14 @@ for row, (run, s) in zip(steps, want):
     assert int(row["attempts"]) == len(s["attempts"]), row
     n = len(s.get("iterations", {}).get("durations_ns", []))
     assert int(row["iterations"]) == n, row
+    want_inferred = "" if n == 0 else ("true" if s.get("iterations", {}).get("inferred") else "false")
+    assert row["iterations_inferred"] == want_inferred, row
+    assert row["inferred"] in ("true", "false"), row
+    depth, parent = 0, s["parent_id"]
+    by_id = {x["id"]: x for x in run["steps"]}
+    while parent in by_id and depth < 64:
+        depth, parent = depth + 1, by_id[parent]["parent_id"]
+    assert int(row["depth"]) == depth, (row["depth"], depth)
     for m in s["metrics"]:
         for part in ("before", "peak", "after"):
             cell = row[m["name"] + "." + part]
@@ -61,6 +69,21 @@ for run in runs:
             assert row[:4] == [run["id"], str(offset), metric["name"], metric["unit"]], row
             assert (row[4] == "" and v is None) or float(row[4]) == v, (row, v)
 assert next(rows, None) is None, "extra series rows"
+# Shares add up per level: the top-level steps of one thread of a run share at most 100 %,
+# and the children of a step at most their parent's share (nested rows are not counted
+# twice when a reader sums by depth or by parent).
+from collections import defaultdict
+top, children = defaultdict(float), defaultdict(float)
+share = {(r["run_id"], r["step_id"]): float(r["share_of_run_percent"]) for r in steps}
+for r in steps:
+    if r["depth"] == "0":
+        top[(r["run_id"], r["thread"])] += float(r["share_of_run_percent"])
+    else:
+        children[(r["run_id"], r["parent_id"])] += float(r["share_of_run_percent"])
+if folder.endswith("golden"):
+    assert all(v <= 100 + 1e-9 for v in top.values()), dict(top)
+    for key, v in children.items():
+        assert v <= share[key] + 1e-9, (key, v, share[key])
 print("csv ok:", folder, len(steps), "steps,", len(series) - 1, "samples")
 PY
 done

@@ -26,6 +26,21 @@ checks='(async () => {
     memory_series: memory ? memory.series.slice(1).map(s => s.label) : [],
     memory_max: memory ? memory.data.slice(1).map(col => Math.max(...col.filter(v => v != null))) : [],
     sections: [...document.querySelectorAll("section")].map(s => s.id),
+    // The whole machine on its own chart, on an axis from 0.
+    system: (() => {
+      const p = plots.find(p => p.root.closest("#chart-system-memory"));
+      return p ? {series: p.series.slice(1).map(s => s.label), y_min: p.scales.y.min,
+                  y_max: p.scales.y.max, data_max: Math.max(...p.data.slice(1).flat().filter(v => v != null))} : null;
+    })(),
+    // Tables fit the page: none is wider than its box or the window (no column hidden).
+    too_wide: [...document.querySelectorAll("table")].filter(t =>
+      t.scrollWidth > t.parentElement.clientWidth + 1 ||
+      t.getBoundingClientRect().right > document.documentElement.clientWidth + 1).map(t => t.className),
+    // IEC units only: no "MB"/"GB"/"KB" after a number anywhere in the text.
+    si_units: (document.body.innerText.match(/[0-9] (KB|MB|GB|TB)\b/g) || []).slice(0, 5),
+    run_labels: JSON.parse(document.getElementById("genscope-data").textContent).runs.map(r => r.label),
+    empty_names: [...document.querySelectorAll("#lora h3, #lora p")].filter(e =>
+      /^File [;,]|^File $|^\s*in /.test(e.textContent)).map(e => e.textContent),
     scripts: document.scripts.length,
     clip: {x: box.x, y: box.y, width: box.width, height: box.height}};
 })()'
@@ -45,13 +60,20 @@ r = json.load(open(sys.argv[1])); run = json.load(open(sys.argv[2]))
 assert r["console_errors"] == [], r["console_errors"]
 assert all(u.startswith("file://") for u in r["requests"]) and len(r["requests"]) == 1, r["requests"]
 c = r["checks"]
-assert c["drawn"] == c["canvases"] >= 2, c  # memory and percent charts
+assert c["drawn"] == c["canvases"] >= 3, c  # memory, system memory and percent charts
 assert [t["rows"] for t in c["tables"]] == [len(run["steps"])], c["tables"]
 assert c["tables"][0]["names"] == [s["name"] for s in run["steps"]], c["tables"][0]["names"]
-assert c["memory_series"] == ["RAM (process RSS)", "RAM (system used)"], c["memory_series"]
+# The process is the memory chart's subject; the machine has its own chart, from 0.
+assert c["memory_series"] == ["RAM (process RSS)"], c["memory_series"]
+assert c["system"] and c["system"]["series"] == ["RAM (system used)"], c["system"]
+assert c["system"]["y_min"] == 0 and c["system"]["y_max"] >= c["system"]["data_max"], c["system"]
+assert c["too_wide"] == [], c["too_wide"]
+assert c["si_units"] == [], c["si_units"]
+# One run: no run letter.
+assert c["run_labels"] == ["minimal " + run["id"][:8]], c["run_labels"]
 shot = r["screenshot"]
-# The RSS line (#1f77b4) and the system line (#d62728) are drawn in the canvas.
-assert shot["color_pixels"]["#1f77b4"] > 100 and shot["color_pixels"]["#d62728"] > 100, shot
+# The RSS line (#1f77b4) is drawn in the memory canvas.
+assert shot["color_pixels"]["#1f77b4"] > 100, shot
 assert shot["distinct_colors"] > 20, shot
 PY
 
@@ -70,7 +92,11 @@ c = r["checks"]
 assert c["scripts"] == 3, c["scripts"]  # data, uPlot, the report's script: nothing injected
 assert [t["rows"] for t in c["tables"]] == [10, 10], c["tables"]
 assert c["tables"][0]["names"] == [s["name"] for s in a["steps"]], c["tables"][0]["names"]
-assert c["drawn"] == 4 and c["canvases"] == 4, c  # memory, percent, temperature, iterations
+assert c["drawn"] == 5 and c["canvases"] == 5, c  # memory, system memory, percent, temperature, iterations
+assert c["too_wide"] == [], c["too_wide"]
+assert c["si_units"] == [], c["si_units"]
+assert c["empty_names"] == [], c["empty_names"]
+assert [l[:3] for l in c["run_labels"]] == ["A: ", "B: "], c["run_labels"]
 labels = c["memory_series"]
 assert "RAM (process RSS) · A" in labels and "RAM (process RSS) · B" in labels, labels
 # The one-sample spike of run A survives the min/max downsampling (100k samples -> 3k points).

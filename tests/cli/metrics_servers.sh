@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The real servers from Debian, on loopback: a Prometheus scrapes `genscope demo
-# --metrics-port` (GPU figures through the fake NVML) and its HTTP API answers with the
-# series; the demo's --pushgateway and `genscope report --pushgateway` push to a real
-# Pushgateway, which Prometheus scrapes too. Every wait is bounded and every server is
+# --metrics-port` (GPU figures through the fake NVML; in OpenMetrics, which it asks for) and
+# its HTTP API answers with the series, the final state of the finished run included (the
+# endpoint lingers until it is scraped), per-kind totals equal to the run document's
+# top-level steps; the demo's --pushgateway, `genscope report --pushgateway` and `genscope
+# run --pushgateway` push to a real Pushgateway, which Prometheus scrapes too, and
+# increase(genscope_runs_total) counts the three pushed runs. Every wait is bounded and every server is
 # stopped by the trap. Exit 77 (skipped) when genscope was built without LibTorch (no demo).
 set -euo pipefail
 tmp=$(mktemp -d)
@@ -158,6 +161,42 @@ expect_value 'max_over_time(genscope_process_resident_memory_bytes{job="genscope
 expect_value 'max_over_time(genscope_gpu_power_watts{job="genscope-live",gpu="0"}[10m])' 'v == 450'
 expect_value 'max_over_time(genscope_gpu_memory_used_bytes{job="genscope-live",gpu="0"}[10m])' 'v >= 1e9'
 expect_value 'max_over_time(genscope_steps_total{job="genscope-live",kind="model_loading",status="ok"}[10m])' 'v >= 1'
+# The final state of the finished run was scraped (the endpoint lingered until it was).
+expect_value 'last_over_time(genscope_run_active{job="genscope-live"}[10m])' 'v == 0'
+expect_value 'max_over_time(genscope_runs_total{job="genscope-live",status="ok"}[10m])' 'v == 1'
+expect_value 'max_over_time(genscope_steps_total{job="genscope-live",kind="save",status="ok"}[10m])' 'v >= 1'
+expect_value 'max_over_time(genscope_steps_total{job="genscope-live",kind="vae_decode",status="ok"}[10m])' 'v >= 1'
+# Per-kind totals count each moment once: they equal the sums over the run document's
+# top-level steps of that kind.
+"$py" - "$tmp/demo/run.json" > "$tmp/totals.txt" <<'PY'
+import json, sys
+from collections import defaultdict
+run = json.load(open(sys.argv[1]))
+seconds, work = defaultdict(float), defaultdict(float)
+for s in run["steps"]:
+    if s["parent_id"] != -1:
+        continue
+    seconds[s["kind"]] += s["duration_ns"] / 1e9
+    for name, value in (s.get("counters") or {}).items():
+        work[(s["kind"], name)] += value
+for kind, v in seconds.items():
+    print('genscope_step_duration_seconds_sum{job="genscope-live",kind="%s"} %r' % (kind, v))
+for (kind, name), v in work.items():
+    family = "genscope_work_bytes_total" if name == "bytes" or name.endswith("_bytes") else "genscope_work_total"
+    print('%s{job="genscope-live",kind="%s",counter="%s"} %r' % (family, kind, name, v))
+PY
+grep -q 'kind="model_loading",counter="bytes"' "$tmp/totals.txt" || fail "the demo loaded no bytes? $(cat "$tmp/totals.txt")"
+while read -r selector want; do
+  expect_value "max_over_time(${selector}[10m])" "abs(v - $want) <= 1e-9 * max(1, $want)"
+done < "$tmp/totals.txt"
+# Prometheus scraped OpenMetrics: the UNIT it keeps as metadata exists only in that format.
+"$py" - "http://127.0.0.1:$prom/api/v1/targets/metadata" <<'PY' || fail "no OpenMetrics unit in Prometheus' metadata"
+import json, sys, urllib.parse, urllib.request
+q = urllib.parse.urlencode({"match_target": '{job="genscope-live"}', "metric": "genscope_run_duration_seconds"})
+with urllib.request.urlopen(sys.argv[1] + "?" + q, timeout=5) as r:
+    j = json.load(r)
+assert j["data"] and j["data"][0]["unit"] == "seconds", j
+PY
 # The series API lists the histogram's buckets.
 "$py" - "http://127.0.0.1:$prom/api/v1/series" <<'PY' || fail "series API"
 import json, sys, time, urllib.parse, urllib.request
@@ -189,13 +228,16 @@ PY
 wait_for 20 check_value "genscope_samples_total{job=\"genscope\",instance=\"$host\"}" 'v > 0' ||
   fail "Prometheus never scraped the pushed figures"
 
-# `genscope report --pushgateway` replaces the group with a saved run's figures.
+# `genscope report --pushgateway` replaces the group with a saved run's figures; its counters
+# carry on from the group's (a second run pushed: runs_total 2).
 "$GENSCOPE" report "$tmp/demo/run.json" --pushgateway "http://127.0.0.1:$pg" > /dev/null 2> "$tmp/report.log" ||
   fail "report --pushgateway"
 grep -q "metrics pushed" "$tmp/report.log" || fail "report did not say it pushed"
 http_get "http://127.0.0.1:$pg/metrics" > "$tmp/gateway.prom" || fail "pushgateway /metrics"
-grep -q "^genscope_runs_total{instance=\"$host\",job=\"genscope\",status=\"ok\"} 1$" "$tmp/gateway.prom" ||
-  fail "pushgateway /metrics lacks the pushed counter"
+grep -q "^genscope_runs_total{instance=\"$host\",job=\"genscope\",status=\"ok\"} 2$" "$tmp/gateway.prom" ||
+  fail "pushgateway /metrics: runs_total is not 2 after two pushes: $(grep runs_total "$tmp/gateway.prom")"
+wait_for 20 check_value "genscope_runs_total{job=\"genscope\",instance=\"$host\",status=\"ok\"}" 'v == 2' ||
+  fail "Prometheus never scraped runs_total 2"
 
 # `genscope run --pushgateway`: each run of a watched program is pushed as it finishes.
 "$GENSCOPE" run --runs announced --quiet --pipeline watched-comfy --pushgateway "http://127.0.0.1:$pg" -- \
@@ -204,4 +246,11 @@ grep -q "^genscope_runs_total{instance=\"$host\",job=\"genscope\",status=\"ok\"}
 grep -q "genscope run: metrics pushed to http://127.0.0.1:$pg" "$tmp/run.log" || fail "run did not push: $(cat "$tmp/run.log")"
 http_get "http://127.0.0.1:$pg/metrics" > "$tmp/gateway-run.prom" || fail "pushgateway /metrics after run"
 grep -q 'pipeline="watched-comfy"' "$tmp/gateway-run.prom" || fail "the watched run's figures are not at the gateway"
+grep -q "^genscope_runs_total{instance=\"$host\",job=\"genscope\",status=\"ok\"} 3$" "$tmp/gateway-run.prom" ||
+  fail "runs_total is not 3 after three pushes: $(grep runs_total "$tmp/gateway-run.prom")"
+# increase() over the pushes counts the runs (1 -> 3 seen by Prometheus: 2 more runs).
+wait_for 20 check_value "genscope_runs_total{job=\"genscope\",instance=\"$host\",status=\"ok\"}" 'v == 3' ||
+  fail "Prometheus never scraped runs_total 3"
+expect_value "increase(genscope_runs_total{job=\"genscope\",instance=\"$host\",status=\"ok\"}[10m])" 'v >= 1.9'
+expect_value "resets(genscope_runs_total{job=\"genscope\",instance=\"$host\",status=\"ok\"}[10m])" 'v == 0'
 echo "metrics servers: ok (prometheus :$prom, pushgateway :$pg, demo :$demo_port)"

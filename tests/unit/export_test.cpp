@@ -92,18 +92,24 @@ TEST(Downsample, SurvivesExtremeAndUnsortedTimes) {
   for (std::size_t r : rows) EXPECT_LT(r, x.size());
 }
 
-TEST(ExportText, MicrosecondsAreExactDecimalsOfNanoseconds) {
-  auto us = [](std::int64_t ns) {
-    std::string s;
-    detail::append_us(s, ns);
-    return s;
-  };
-  EXPECT_EQ(us(12'490'533), "12490.533");
-  EXPECT_EQ(us(5'000), "5");
-  EXPECT_EQ(us(1), "0.001");
-  EXPECT_EQ(us(1'500), "1.5");
-  EXPECT_EQ(us(-1'500), "-1.5");
-  EXPECT_EQ(us(std::numeric_limits<std::int64_t>::min()), "-9223372036854775.808");
+// Trace timestamps are whole microseconds, rounded half up and monotonic, so slices that
+// touch or nest in nanoseconds still do after rounding (and add exactly as doubles).
+TEST(ExportText, MicrosecondsRoundHalfUpAndKeepOrder) {
+  using detail::round_us;
+  EXPECT_EQ(round_us(12'490'533), 12'491);
+  EXPECT_EQ(round_us(12'490'499), 12'490);
+  EXPECT_EQ(round_us(12'490'500), 12'491);
+  EXPECT_EQ(round_us(5'000), 5);
+  EXPECT_EQ(round_us(1), 0);
+  EXPECT_EQ(round_us(-1'500), -1);  // floor((-1500 + 500) / 1000)
+  EXPECT_EQ(round_us(-1'501), -2);
+  EXPECT_EQ(round_us(std::numeric_limits<std::int64_t>::max()),
+            std::numeric_limits<std::int64_t>::max() / 1000);
+  // The case: 134147.208 + 13256.315 µs as doubles ends after 147403.523.
+  const std::int64_t a = 134'147'208, d = 13'256'315, b = a + d;
+  EXPECT_EQ(static_cast<double>(round_us(a)) + static_cast<double>(round_us(b) - round_us(a)),
+            static_cast<double>(round_us(b)));
+  for (std::int64_t x = -3'000; x < 3'000; x += 7) EXPECT_LE(round_us(x), round_us(x + 1));
 }
 
 TEST(ExportText, NumbersAreShortestAndWholeNumbersAreIntegers) {
@@ -149,30 +155,84 @@ TEST(ChromeTrace, IterationsGroupBeyondTheLimitAndStayInsideTheStep) {
   const json trace = json::parse(render_chrome_trace(run, options));
   std::vector<json> its;
   for (const json& e : trace["traceEvents"]) {
-    if (e.value("cat", "") == "iteration") its.push_back(e);
+    // Slices under half a microsecond are on an async track (b/e): one "b" each.
+    if (e.value("cat", "") == "iteration" && e["ph"] != "e") its.push_back(e);
   }
   ASSERT_EQ(its.size(), 3u);
   EXPECT_EQ(its[0]["name"], "iterations 1-3");
   EXPECT_EQ(its[2]["name"], "iterations 7-10");
   EXPECT_EQ(its[2]["args"]["count"], 4);
   for (const json& e : its) {
-    EXPECT_LE(e["ts"].get<double>() + e["dur"].get<double>(), 1.0 + 1e-9);  // clamped to 1 µs
+    const double end = e["ts"].get<double>() + (e["ph"] == "X" ? e["dur"].get<double>() : 0.0);
+    EXPECT_LE(end, 1.0 + 1e-9);  // clamped to the 1 µs step
   }
 }
 
-TEST(ChromeTrace, CountersSkipRepeatsAndGaps) {
+TEST(ChromeTrace, CountersSkipRepeatsAndGapsAndConstantsGoToMetadata) {
   genscope::Run run = make_run(100);
-  for (std::size_t i = 0; i < 100; ++i) run.series.values[i * 2] = i == 40 ? kNaN : 7.0;
+  for (std::size_t i = 0; i < 100; ++i)
+    run.series.values[i * 2] = i == 40 ? kNaN : (i < 50 ? 7.0 : 8.0);
   int rss = 0, percent = 0;
   const json trace = json::parse(render_chrome_trace(run));
   for (const json& e : trace["traceEvents"]) {
     if (e["ph"] != "C") continue;
     EXPECT_TRUE(e["args"]["value"].is_number());
+    EXPECT_TRUE(e["ts"].is_number_integer());
     if (e["name"] == "process.rss_bytes") ++rss;
     if (e["name"] == "system.used_percent") ++percent;
   }
-  EXPECT_EQ(rss, 1);  // constant 7, the NaN left out
-  EXPECT_EQ(percent, 1);
+  EXPECT_EQ(rss, 2);      // 7 then 8: repeats and the NaN left out
+  EXPECT_EQ(percent, 0);  // constant 50: no track ...
+  EXPECT_EQ(trace["metadata"]["runs"][0]["series"]["constant"]["system.used_percent"],
+            50.0);  // ... but kept
+}
+
+// A step's exact peak is a point of its counter track at its time, so the track reaches it
+// even when no sample saw it; a high-water mark without a time takes the highest sample's.
+TEST(ChromeTrace, ExactPeaksArePointsOfTheCounterTrack) {
+  genscope::Run run = make_run(10);  // samples every 100 ms, rss 1e8 + i
+  run.steps[1].metrics.push_back(
+      {"process.rss_bytes", Unit::kBytes, 1e8, 1e8, 2.7e8, 50'000'123, "exact"});
+  run.steps[3].metrics.push_back({"process.rss_bytes", Unit::kBytes, 1e8, 1e8, 3e8, -1, "exact"});
+  run.steps[2].metrics.push_back({"process.rss_bytes", Unit::kBytes, 1e8, 1e8, 9e8, 10, "sampled"});
+  const json trace = json::parse(render_chrome_trace(run));
+  std::vector<std::pair<std::int64_t, double>> rss;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "C" && e["name"] == "process.rss_bytes") {
+      rss.emplace_back(e["ts"].get<std::int64_t>(), e["args"]["value"].get<double>());
+    }
+  }
+  auto has = [&](std::int64_t ts, double v) {
+    return std::find(rss.begin(), rss.end(), std::make_pair(ts, v)) != rss.end();
+  };
+  EXPECT_TRUE(has(150'000, 2.7e8));  // inner starts at 100 ms, peak 50.000123 ms later
+  EXPECT_TRUE(has(300'000, 3e8));    // no time: at the highest sample inside [200, 300] ms
+  for (const auto& [ts, v] : rss) EXPECT_NE(v, 9e8);  // a sampled peak is already a sample
+  EXPECT_TRUE(std::is_sorted(rss.begin(), rss.end(),
+                             [](const auto& a, const auto& b) { return a.first < b.first; }));
+}
+
+TEST(ChromeTrace, InferredIterationsAreMarked) {
+  genscope::Run run = make_run(0);
+  run.steps[0].iteration_ns = {100'000'000, 100'000'000};
+  run.steps[0].iterations_inferred = true;
+  run.steps[1].iteration_ns = {50'000'000};
+  const json trace = json::parse(render_chrome_trace(run));
+  int inferred = 0, measured = 0;
+  for (const json& e : trace["traceEvents"]) {
+    const std::string cat = e.value("cat", "");
+    if (cat == "iteration,inferred") {
+      ++inferred;
+      EXPECT_EQ(e["args"]["inferred"], true);
+      EXPECT_EQ(e["args"]["step_id"], 0);
+    } else if (cat == "iteration") {
+      ++measured;
+      EXPECT_FALSE(e["args"].contains("inferred"));
+    }
+    if (e.value("name", "") == "outer") EXPECT_EQ(e["args"]["iterations_inferred"], true);
+  }
+  EXPECT_EQ(inferred, 2);
+  EXPECT_EQ(measured, 1);
 }
 
 TEST(Csv, QuotesFieldsAsRfc4180AndKeepsColumnsWithAnEmptyFirstField) {

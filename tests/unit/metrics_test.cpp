@@ -24,6 +24,7 @@
 #include "genscope/genscope.hpp"
 #include "report/metrics_exposition.hpp"
 #include "report/metrics_model.hpp"
+#include "sinks/pushgateway_counters.hpp"
 #include "sinks/pushgateway_sink.hpp"
 
 namespace genscope {
@@ -302,7 +303,12 @@ TEST(MetricsExposition, RichRunIsValidInBothFormats) {
   has("genscope_allocator_allocated_bytes{device=\"cuda:0\"} 6e+08");
   has("genscope_allocator_allocated_peak_bytes{device=\"cuda:0\"} 6e+08");
   has("genscope_gpu_info{gpu=\"0\",name=\"Fake H200\",uuid=\"GPU-fake-0\",driver_version=\"550.54.15\"} 1");
-  has("genscope_step_last_peak_bytes{kind=\"model_loading\",step=\"load unet\",figure=\"gpu0.used_bytes\"} 4.2e+09");
+  // One quantity per name: each memory figure's step peak is its own family.
+  has("genscope_step_last_gpu_memory_used_peak_bytes{kind=\"model_loading\",step=\"load "
+      "unet\",gpu=\"0\"} 4.2e+09");
+  has("genscope_step_last_process_resident_memory_peak_bytes{kind=\"model_loading\",step=\"load "
+      "unet\"} 3.5e+08");
+  EXPECT_EQ(text.find("figure="), std::string::npos);
   has("genscope_monitoring_errors_total{source=\"nvml\"} 2");
   has("genscope_samples_total 2");
   // Low cardinality: the run id, seed and host are not labels.
@@ -322,6 +328,75 @@ TEST(MetricsExposition, PromtoolFindsNothingToLint) {
     EXPECT_EQ(rc, 0) << out;
     EXPECT_EQ(out, "") << out;
   }
+}
+
+// Aggregates count each moment once: a step nested in another of the same kind (whose
+// counters already sum its child's) adds to neither the duration histogram nor the work.
+TEST(MetricsExposition, NestedStepsAreNotCountedTwice) {
+  genscope::Run run;
+  run.start_unix_ns = 1'700'000'000'000'000'000;
+  run.duration_ns = 1'000'000'000;
+  genscope::StepRecord outer;
+  outer.id = 0;
+  outer.kind = StepKind::kModelLoading;
+  outer.name = "load checkpoint";
+  outer.status = StepStatus::kOk;
+  outer.duration_ns = 125'000'000;
+  outer.counters = {{"bytes", 83e6}};
+  genscope::StepRecord inner = outer;
+  inner.id = 1;
+  inner.parent_id = 0;
+  inner.name = "load unet";
+  inner.duration_ns = 120'000'000;
+  run.steps = {inner, outer};  // finished in this order
+  const std::string text = render_metrics(run);
+  auto has = [&](const std::string& line) {
+    EXPECT_NE(text.find("\n" + line + "\n"), std::string::npos) << line << "\n" << text;
+  };
+  has("genscope_work_bytes_total{kind=\"model_loading\",counter=\"bytes\"} 8.3e+07");
+  has("genscope_step_duration_seconds_sum{kind=\"model_loading\"} 0.125");
+  has("genscope_step_duration_seconds_count{kind=\"model_loading\"} 1");
+  has("genscope_steps_total{kind=\"model_loading\",status=\"ok\"} 2");  // two steps ended
+}
+
+// A push adds the group's current totals (the Pushgateway's /api/v1/metrics answer) to the
+// run's counters and histograms, so they keep counting across pushes; other groups and
+// gauges are left alone, and series only the group has are kept.
+TEST(Pushgateway, CountersCarryTheGroupsTotalsOver) {
+  const genscope::Run run = rich_run();  // one failed run, one sampling step
+  std::vector<detail::MetricFamily> families =
+      detail::MetricsModel::from_run(run).families(run.start_unix_ns);
+  const nlohmann::json answer = nlohmann::json::parse(R"({"status": "success", "data": [
+    {"labels": {"job": "genscope", "instance": "other"},
+     "genscope_runs_total": {"type": "COUNTER", "metrics": [
+       {"labels": {"job": "genscope", "instance": "other", "status": "failed"}, "value": "100"}]}},
+    {"labels": {"job": "genscope", "instance": "w1"},
+     "genscope_runs_total": {"type": "COUNTER", "metrics": [
+       {"labels": {"job": "genscope", "instance": "w1", "status": "failed"}, "value": "2"},
+       {"labels": {"job": "genscope", "instance": "w1", "status": "ok"}, "value": "5"}]},
+     "genscope_run_active": {"type": "GAUGE", "metrics": [
+       {"labels": {"job": "genscope", "instance": "w1"}, "value": "7"}]},
+     "genscope_step_duration_seconds": {"type": "HISTOGRAM", "metrics": [
+       {"labels": {"job": "genscope", "instance": "w1", "kind": "sampling"},
+        "buckets": {"2.5": "3", "1": "1"}, "count": "3", "sum": "4.5"}]}}]})");
+  detail::add_pushed_totals(families, answer, "genscope", "w1");
+  const std::string text = detail::write_exposition(families, MetricsFormat::kPrometheusText);
+  auto has = [&](const std::string& line) {
+    EXPECT_NE(text.find("\n" + line + "\n"), std::string::npos) << line << "\n" << text;
+  };
+  has("genscope_runs_total{status=\"failed\"} 3");  // 2 before + this run
+  has("genscope_runs_total{status=\"ok\"} 5");      // kept although this run failed
+  has("genscope_run_active 0");                     // a gauge: this run's
+  has("genscope_step_duration_seconds_bucket{kind=\"sampling\",le=\"2.5\"} 4");
+  has("genscope_step_duration_seconds_bucket{kind=\"sampling\",le=\"1\"} 1");
+  has("genscope_step_duration_seconds_count{kind=\"sampling\"} 4");
+  has("genscope_step_duration_seconds_sum{kind=\"sampling\"} 6.5");
+  EXPECT_EQ(fuzz::check_exposition(text, false), "") << text;
+  // An answer that is not the API's changes nothing.
+  std::vector<detail::MetricFamily> again =
+      detail::MetricsModel::from_run(run).families(run.start_unix_ns);
+  detail::add_pushed_totals(again, nlohmann::json::parse(R"({"data": 3})"), "genscope", "w1");
+  EXPECT_EQ(detail::write_exposition(again, MetricsFormat::kPrometheusText), render_metrics(run));
 }
 
 TEST(MetricsExposition, EmptyRunAndNaNFiguresStayValid) {

@@ -10,6 +10,10 @@ void add_metrics_options(CLI::App* cmd, MetricsCliOptions& options) {
                   "serve live Prometheus metrics on this port while running (0 = any free "
                   "port; the URL is printed on stderr)")
       ->check(CLI::Range(0, 65535));
+  cmd->add_option("--metrics-linger", options.linger_seconds,
+                  "after the run, keep serving metrics until one scrape has read the final "
+                  "state or this many seconds have passed (default 5; 0 = stop at once)")
+      ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--metrics-bind", options.bind,
                   "address the metrics endpoint binds (default 127.0.0.1; 0.0.0.0 = all IPv4)");
   cmd->add_option("--pushgateway", options.pushgateway,
@@ -27,7 +31,10 @@ std::shared_ptr<MetricsEndpoint> attach_metrics_endpoint(const MetricsCliOptions
                                                          Monitor& monitor, std::string_view command) {
   if (options.port < 0) return nullptr;
   auto endpoint = std::make_shared<MetricsEndpoint>(MetricsEndpointOptions{
-      .bind_address = options.bind, .port = static_cast<std::uint16_t>(options.port)});
+      .bind_address = options.bind,
+      .port = static_cast<std::uint16_t>(options.port),
+      .linger =
+          std::chrono::milliseconds(static_cast<std::int64_t>(options.linger_seconds * 1000))});
   if (endpoint->port() != 0) {
     std::cerr << "genscope " << command << ": serving metrics on " << endpoint->url() << "\n";
   } else {

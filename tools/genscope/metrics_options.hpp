@@ -15,10 +15,11 @@ namespace genscope::cli {
 struct MetricsCliOptions {
   int port = -1;  ///< -1 = no endpoint; 0 = a free port chosen by the system.
   std::string bind = "127.0.0.1";
+  double linger_seconds = 5;  ///< --metrics-linger: MetricsEndpointOptions::linger.
   std::string pushgateway;  ///< Empty = no push.
 };
 
-/// Adds --metrics-port, --metrics-bind and --pushgateway to `cmd`.
+/// Adds --metrics-port, --metrics-linger, --metrics-bind and --pushgateway to `cmd`.
 void add_metrics_options(CLI::App* cmd, MetricsCliOptions& options);
 /// Checks the Pushgateway URL (InvalidPushgatewayUrl before any work) and sets
 /// MonitorOptions::pushgateway_url.
