@@ -221,10 +221,13 @@ void SdcppRecognizer::completed(StepApplier& applier, int& token, StepKind kind,
   r.name = std::string(name);
   r.kind = kind;
   r.source = std::string(l.where);
-  r.duration_ns = seconds_to_ns(seconds);
+  std::int64_t start = ts - seconds_to_ns(seconds);
+  // The printed duration is rounded: a phase does not begin before the step ahead of it ended.
+  const std::int64_t previous = applier.last_end_ns();
+  if (applier.innermost() == 0 && previous > start && previous - start <= kRoundingNs) start = previous;
+  r.duration_ns = std::max<std::int64_t>(0, ts - start);
   r.counters["reported_seconds"] = seconds;
   r.labels["watch.boundary"] = "the program's own duration, up to its line";
-  const std::int64_t start = ts - seconds_to_ns(seconds);
   const int id = applier.add_finished(Origin::kOutput, std::move(r), start);
   for (Held& h : held_) {
     clamp_into(h, start);
