@@ -234,7 +234,7 @@ void ComfyUIRecognizer::end_lora(StepApplier& applier, std::int64_t ts) {
   data["truncated"] = lora_key_count_ > lora_keys_.size();
   applier.counter(lora_token_, "keys_not_loaded", static_cast<double>(lora_key_count_));
   applier.attach(lora_token_, Attachment{"lora_keys_not_loaded", "lora key not loaded", std::move(data)});
-  applier.end(Origin::kOutput, lora_token_, ts);
+  applier.end(Origin::kOutput, lora_token_, ts, "inferred:next line");  // the warnings only
   lora_token_ = 0;
   lora_keys_.clear();
   lora_key_count_ = 0;
@@ -260,7 +260,7 @@ void ComfyUIRecognizer::end_failure(StepApplier& applier, std::int64_t ts) {
   if (failure_token_ != 0) {
     if (failure_token_ == load_token_) load_token_ = 0;
     if (failure_token_ == vae_token_) vae_token_ = 0;
-    applier.end(Origin::kOutput, failure_token_, ts);
+    applier.end(Origin::kOutput, failure_token_, ts, "inferred:next line");
   }
   failure_token_ = 0;
 }
