@@ -18,6 +18,7 @@
 #include "genscope/sink.hpp"
 #include "genscope/step.hpp"
 #include "genscope/step_kind.hpp"
+#include "genscope/step_tree.hpp"
 #include "genscope/tensor_view.hpp"
 #include "genscope/version.hpp"
 #include "genscope/watch.hpp"

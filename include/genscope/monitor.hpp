@@ -88,6 +88,9 @@ struct RunOptions {
   PipelineInfo pipeline;
   std::map<std::string, std::string> labels;
   TensorDumpOptions dumps;  ///< Tensor dumps (off by default).
+  /// When the run began (Step::now_ns() clock); 0 = now. A watched program's run begins
+  /// when its first line was read, not when genscope got to it.
+  std::int64_t start_steady_ns = 0;
 };
 
 class Monitor;
@@ -106,6 +109,11 @@ class ActiveRun {
 
   /// Opens a step; it ends when the returned scope is destroyed or ended.
   Step step(StepKind kind, std::string_view name, const char* source = nullptr);
+  /// Opens a step that began at `start_steady_ns` (Step::now_ns() clock): for a phase read
+  /// from a program's output, timed by when its line was read (so a replayed transcript
+  /// keeps its own clock). Its baseline figures are taken now.
+  Step step_at(std::int64_t start_steady_ns, StepKind kind, std::string_view name,
+               const char* source = nullptr);
   /// Runs `fn(step)` inside a step. An exception from `fn` is recorded (type and message)
   /// on the step and rethrown unchanged.
   template <class F>
@@ -136,6 +144,9 @@ class ActiveRun {
   /// The run recorded so far (open steps have status "running").
   Run snapshot() const;
   /// Ends the run and returns it; open steps are closed as "failed" with a note.
+  /// Finishes the run as ending at `end_steady_ns` (not before its start): a watched
+  /// program's run ends when the line or exit that ends it was read.
+  Run finish_at(std::int64_t end_steady_ns);
   Run finish();
   /// False for a run of a disabled monitor (steps are no-ops).
   bool active() const noexcept { return state_ != nullptr; }

@@ -140,6 +140,13 @@ struct StepRecord {
   std::map<std::string, double> counters;  ///< items, frames, bytes, characters, tokens, ...
   std::map<std::string, std::string> labels;
   std::vector<Attachment> attachments;
+  /// How the step's end was known: "explicit", "inferred:<reason>" or "run_end"
+  /// (step_tree.hpp); empty until it ends (documents written before the field read as
+  /// "explicit").
+  std::string closed_by;
+  /// True when the step itself was inferred (no line or event announced it, e.g. a phase
+  /// read from the gap between two others); label `inferred.reason` says from what.
+  bool inferred = false;
 
   /// Looks a metric up by name; nullptr when absent.
   const MetricFigures* metric(std::string_view name) const noexcept;

@@ -34,6 +34,15 @@ class Step {
 
   /// Ends the step now (idempotent).
   void end() noexcept;
+  /// Ends the step now and says how its end was known (StepRecord::closed_by:
+  /// "explicit", "inferred:<reason>" or "run_end"; step_tree.hpp).
+  void end_as(std::string_view closed_by) noexcept;
+  /// Ends the step as ending at `end_steady_ns` (not before its start; e.g. when the line
+  /// that ends it was read), with closed_by as for end_as(). Its figures are taken now.
+  void end_at(std::int64_t end_steady_ns, std::string_view closed_by) noexcept;
+  /// Marks the step itself as inferred (no line or event announced it); `reason` becomes
+  /// its label `inferred.reason`.
+  void mark_inferred(std::string_view reason) noexcept;
   /// Marks the step failed with a reason (and an exception type, when there is one).
   void fail(std::string_view message, std::string_view type = {}) noexcept;
   /// Marks the step failed from std::current_exception() (call inside a catch block).
@@ -101,6 +110,7 @@ class Step {
   friend class ActiveRun;
   Step(std::shared_ptr<detail::RunState> run, detail::StepState* state) noexcept;
   void mark_iteration_slow() noexcept;
+  void end_impl(std::int64_t end_ns) noexcept;
   std::shared_ptr<detail::RunState> run_;
   detail::StepState* state_ = nullptr;
   int uncaught_at_open_ = 0;

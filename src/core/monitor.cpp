@@ -11,6 +11,7 @@
 #include "core/run_state.hpp"
 #include "core/step_stack.hpp"
 #include "core/utc_time.hpp"
+#include "genscope/step_tree.hpp"
 #include "genscope/error.hpp"
 #include "genscope/host.hpp"
 #include "genscope/version.hpp"
@@ -167,7 +168,7 @@ ActiveRun Monitor::start_run(RunOptions options) {
           .count();
   if (max_interval_ns > r.series.interval_ns) r.series.max_interval_ns = max_interval_ns;
   if (!state_->options.sampler) r.notes.push_back("sampler disabled: peaks are exact or endpoints");
-  run->start_steady_ns = detail::steady_now_ns();
+  run->start_steady_ns = options.start_steady_ns != 0 ? options.start_steady_ns : detail::steady_now_ns();
   {
     std::lock_guard lock(run->mutex);
     if (run->sinks != nullptr) {
@@ -248,10 +249,12 @@ Run ActiveRun::snapshot() const {
   return state_->snapshot_locked();
 }
 
-Run ActiveRun::finish() {
+Run ActiveRun::finish() { return finish_at(detail::steady_now_ns()); }
+
+Run ActiveRun::finish_at(std::int64_t end_steady_ns) {
   if (state_ == nullptr) return Run{};
   std::shared_ptr<detail::RunState> run = std::move(state_);
-  const std::int64_t end = detail::steady_now_ns();
+  const std::int64_t end = std::max(end_steady_ns, run->start_steady_ns);
   {
     std::lock_guard lock(run->monitor->mutex);
     if (run->monitor->sampled_run == run) run->monitor->sampled_run = nullptr;
@@ -267,6 +270,7 @@ Run ActiveRun::finish() {
         s->record.error_message = "step was still open when the run finished";
       }
       s->open = false;
+      s->record.closed_by = kClosedRunEnd;
       run->finalize_locked(*s, none, end);
       if (run->wants(Sink::kStepEvents)) run->sinks->post(detail::StepEndedEvent{s->record});
     }
@@ -274,6 +278,7 @@ Run ActiveRun::finish() {
     run->run.duration_ns = end - run->start_steady_ns;
     result = run->snapshot_locked();
   }
+  normalize_step_tree(result);  // whatever gave the steps (docs/run-schema.md, "The step tree")
   try {
     detail::MonitorState& m = *run->monitor;
     m.usage.set_device(result.gpus.empty() ? "cpu" : result.gpus.front().name);

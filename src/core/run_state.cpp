@@ -1,6 +1,8 @@
 // RunState: probe sampling, peak folding and step finalisation shared by steps and sampler.
 #include "core/run_state.hpp"
 
+#include "genscope/step_tree.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -124,6 +126,7 @@ void RunState::finalize_locked(StepState& step, const std::vector<double>& after
   StepRecord& r = step.record;
   r.duration_ns = std::max<std::int64_t>(0, end_ns - step.start_ns);
   if (r.status == StepStatus::kRunning) r.status = StepStatus::kOk;
+  if (r.closed_by.empty()) r.closed_by = kClosedExplicit;
   r.metrics.clear();
   r.metrics.reserve(columns.size());
   for (std::size_t c = 0; c < columns.size(); ++c) {

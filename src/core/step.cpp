@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cxxabi.h>
 #include <exception>
+#include <limits>
 #include <typeinfo>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "core/run_state.hpp"
 #include "core/step_stack.hpp"
 #include "genscope/monitor.hpp"
+#include "genscope/step_tree.hpp"
 
 namespace genscope {
 namespace detail {
@@ -61,6 +63,11 @@ std::string current_step_name(const RunState* run) {
 // --- opening ------------------------------------------------------------------------------
 
 Step ActiveRun::step(StepKind kind, std::string_view name, const char* source) {
+  return step_at(std::numeric_limits<std::int64_t>::max(), kind, name, source);
+}
+
+Step ActiveRun::step_at(std::int64_t start_steady_ns, StepKind kind, std::string_view name,
+                        const char* source) {
   if (state_ == nullptr || !state_->monitor->enabled) return Step();
   detail::RunState& run = *state_;
   try {
@@ -117,7 +124,9 @@ Step ActiveRun::step(StepKind kind, std::string_view name, const char* source) {
     run.sample_all(before);
     {
       std::lock_guard lock(run.mutex);
-      const std::int64_t start = detail::steady_now_ns();
+      const std::int64_t now = detail::steady_now_ns();
+      const std::int64_t start =
+          start_steady_ns == std::numeric_limits<std::int64_t>::max() ? now : start_steady_ns;
       raw->before = std::move(before);
       raw->start_ns = start;
       raw->last_iteration_ns = start;
@@ -223,11 +232,36 @@ int Step::id() const noexcept { return state_ != nullptr ? state_->record.id : -
 
 // --- closing ------------------------------------------------------------------------------
 
-void Step::end() noexcept {
+void Step::end_as(std::string_view closed_by) noexcept {
+  end_at(detail::steady_now_ns(), closed_by);
+}
+
+void Step::end_at(std::int64_t end_steady_ns, std::string_view closed_by) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(run_->mutex);
+    state_->record.closed_by = std::string(closed_by);
+  } catch (...) {
+  }
+  end_impl(end_steady_ns);
+}
+
+void Step::mark_inferred(std::string_view reason) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(run_->mutex);
+    state_->record.inferred = true;
+    if (!reason.empty()) state_->record.labels["inferred.reason"] = std::string(reason);
+  } catch (...) {
+  }
+}
+
+void Step::end() noexcept { end_impl(detail::steady_now_ns()); }
+
+void Step::end_impl(std::int64_t end_ns) noexcept {
   if (state_ == nullptr) return;
   detail::StepState* st = std::exchange(state_, nullptr);
   std::shared_ptr<detail::RunState> run = std::move(run_);
-  const std::int64_t end_ns = detail::steady_now_ns();
   try {
     detail::pop_step(run.get(), st);
     {
@@ -397,6 +431,7 @@ int ActiveRun::add_step(StepRecord step, std::int64_t start_steady_ns) noexcept 
     step.duration_ns = std::max<std::int64_t>(0, step.duration_ns);
     step.start_offset_ns = start_steady_ns - run.start_steady_ns;
     if (step.status == StepStatus::kRunning) step.status = StepStatus::kOk;
+    if (step.closed_by.empty()) step.closed_by = kClosedExplicit;
     std::vector<MetricFigures> own = std::move(step.metrics);
     step.metrics.clear();
     for (MetricFigures& m : run.sampled_figures_locked(start_steady_ns,

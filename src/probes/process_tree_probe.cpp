@@ -85,6 +85,7 @@ class ProcessTreeProbe final : public Probe {
       p->reset_in_window = p->reset_ok;
     }
     s.window_processes = s.alive.size();
+    s.window_start_ns = now;
     s.window_unreset = false;
     for (auto& [pid, p] : s.alive) s.window_unreset = s.window_unreset || !p->reset_in_window;
     if (s.cgroup_peak.is_open() && s.cgroup_reset_ok) {
@@ -114,6 +115,16 @@ class ProcessTreeProbe final : public Probe {
         s.alive.size() == 1) {
       TrackedProcess& only = *s.alive.begin()->second;
       if (only.reset_in_window) out[0] = s.read_hwm_locked(only, now);
+    } else if (s.options.reset_peaks && s.window_processes == 1 && !s.window_unreset &&
+               s.alive.empty()) {
+      // The window's only process ended in it and was reaped: wait4's ru_maxrss is its VmHWM
+      // since the reset, i.e. the window's exact peak (a program failing in milliseconds).
+      for (auto it = s.processes.rbegin(); it != s.processes.rend(); ++it) {
+        const TrackedProcess& p = **it;
+        if (p.alive() || p.gone_ns < s.window_start_ns) continue;
+        if (p.reset_in_window && !p.had_children && !std::isnan(p.rusage_maxrss)) out[0] = p.rusage_maxrss;
+        break;
+      }
     }
     if (out.size() > 2 && s.cgroup_reset_in_window) {
       out[2] = read_counter(s.cgroup_peak);

@@ -70,6 +70,7 @@ struct ProcessTree::State {
   double tree_rss_max = kNaN;          // highest sampled sum since the previous take_summary()
   std::size_t window_processes = 0;    // processes alive at some point since the last reset
   bool window_unreset = false;         // one of them could not be reset
+  std::int64_t window_start_ns = 0;    // the last reset (steady clock)
   bool opened = false;
   std::vector<std::string> notes;
   std::int64_t period_start_ns = 0;  // start of the current take_summary() period

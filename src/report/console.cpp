@@ -6,6 +6,7 @@
 #include <map>
 
 #include "genscope/report.hpp"
+#include "genscope/step_tree.hpp"
 #include "report/console_style.hpp"
 #include "report/memory_section.hpp"
 
@@ -80,10 +81,16 @@ void render_step(std::string& out, const Run& run, const StepRecord& step, int d
   const std::string in(static_cast<std::size_t>(depth) * 4 + 4, ' ');
   const std::string head(static_cast<std::size_t>(depth) * 4, ' ');
   out += head + "[" + std::to_string(step.id + 1) + "] " + s.status(step.status) + " " +
-         std::string(to_string(step.kind)) + s.mark(" · ", " - ") + step.name + "\n";
+         std::string(to_string(step.kind)) + s.mark(" · ", " - ") + step.name +
+         (step.inferred ? " ~ (inferred)" : "") + "\n";
   out += in + s.mark("⏱️  ", "") + "Duration: " + s.duration(static_cast<double>(step.duration_ns)) +
          " (started at +" + s.duration(static_cast<double>(step.start_offset_ns)) + ")";
   if (step.thread != 0) out += ", thread " + std::to_string(step.thread);
+  if (step.closed_by == kClosedRunEnd) {
+    out += ", ended with the run";
+  } else if (step.closed_by.rfind(kClosedInferredPrefix, 0) == 0) {
+    out += ", end inferred (" + step.closed_by.substr(std::string_view(kClosedInferredPrefix).size()) + ")";
+  }
   out += "\n";
   detail::render_memory(out, run, step, s, in);
   detail::render_efficiency(out, step, s, in);
@@ -214,20 +221,44 @@ void render_summary(std::string& out, const Run& run, const ConsoleStyle& s) {
   out += kRule;
   out += std::string(s.mark("📋 ", "")) + "SUMMARY\n";
   std::map<StepStatus, int> counts;
-  std::int64_t top_total = 0;
-  for (const StepRecord& st : run.steps) {
-    ++counts[st.status];
-    if (st.parent_id < 0) top_total += st.duration_ns;
-  }
+  for (const StepRecord& st : run.steps) ++counts[st.status];
+  // Each moment once: overlapping top-level steps (threads) are not added twice.
+  const StepTimeSummary time = summarize_step_time(run);
   out += "   Steps: " + std::to_string(run.steps.size()) + " (" +
          std::to_string(counts[StepStatus::kOk]) + " ok, " +
          std::to_string(counts[StepStatus::kFailed]) + " failed, " +
          std::to_string(counts[StepStatus::kSkipped]) + " skipped)\n";
   out += "   Total time: " + s.duration(static_cast<double>(run.duration_ns)) +
-         " (top-level steps " + s.duration(static_cast<double>(top_total)) + ")\n";
+         " (top-level steps " + s.duration(static_cast<double>(time.top_level_ns)) +
+         ", unattributed " + s.duration(static_cast<double>(time.unattributed_ns)) + ")\n";
+  if (!time.by_kind_ns.empty() && time.run_ns > 0) {
+    // Where the time went, each moment counted once for the innermost step covering it.
+    out += "   By kind (innermost step):";
+    for (const auto& [kind, ns] : time.by_kind_ns) {
+      out += " " + std::string(to_string(kind)) + " " + s.duration(static_cast<double>(ns)) +
+             fmt(" (%.1f%%)", 100.0 * static_cast<double>(ns) / static_cast<double>(time.run_ns));
+    }
+    out += "\n";
+    std::vector<std::pair<std::int64_t, std::int64_t>> gaps = time.gaps;
+    std::sort(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) {
+      return a.second - a.first > b.second - b.first;
+    });
+    std::string listed;
+    for (std::size_t i = 0; i < gaps.size() && i < 5; ++i) {
+      if (gaps[i].second - gaps[i].first < time.run_ns / 100) break;
+      listed += " +" + s.duration(static_cast<double>(gaps[i].first)) + "..+" +
+                s.duration(static_cast<double>(gaps[i].second));
+    }
+    if (!listed.empty()) out += "   Unattributed (no step):" + listed + "\n";
+    if (time.inferred_ns > 0) {
+      out += "   Inferred: " + s.duration(static_cast<double>(time.inferred_ns)) +
+             " in steps no line announced (marked ~)\n";
+    }
+  }
   for (const StepRecord& st : run.steps) {
     if (st.parent_id >= 0 || run.duration_ns <= 0) continue;
-    out += "     " + st.name + ": " + s.duration(static_cast<double>(st.duration_ns)) +
+    out += "     " + st.name + (st.inferred ? " ~" : "") + ": " +
+           s.duration(static_cast<double>(st.duration_ns)) +
            fmt(" (%.1f%%)", 100.0 * static_cast<double>(st.duration_ns) /
                                 static_cast<double>(run.duration_ns)) +
            "\n";

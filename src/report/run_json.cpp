@@ -49,6 +49,8 @@ json step_json(const StepRecord& s) {
     j["error"] = {{"type", s.error_type}, {"message", s.error_message}};
   }
   if (!s.source.empty()) j["source"] = s.source;
+  if (!s.closed_by.empty()) j["closed_by"] = s.closed_by;
+  if (s.inferred) j["inferred"] = true;
   j["thread"] = s.thread;
   j["start_offset_ns"] = s.start_offset_ns;
   j["duration_ns"] = s.duration_ns;
@@ -229,6 +231,11 @@ StepRecord read_step(const json& j, const std::string& path) {
     s.error_message = get_string(*e, "message", path + ".error");
   }
   s.source = get_string(j, "source", path);
+  s.closed_by = get_string(j, "closed_by", path);
+  if (const json* inf = member(j, "inferred"); inf != nullptr && !inf->is_null()) {
+    if (!inf->is_boolean()) invalid(path + ".inferred", "expected a boolean");
+    s.inferred = inf->get<bool>();
+  }
   s.thread = static_cast<int>(get_int(j, "thread", path));
   s.start_offset_ns = get_int(j, "start_offset_ns", path);
   s.duration_ns = get_int(j, "duration_ns", path);

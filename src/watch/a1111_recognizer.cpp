@@ -96,7 +96,7 @@ LineResult A1111Recognizer::on_line(const OutputLine& line, StepApplier& applier
     return {true, {}};
   }
   if (auto rest = after(text, "Loading weights [")) {
-    if (load_token_ != 0) applier.end(Origin::kOutput, load_token_, ts);
+    if (load_token_ != 0) applier.end(Origin::kOutput, load_token_, ts, "inferred:next load");
     OpenOptions o;
     o.source = "a1111";
     load_token_ = applier.open(Origin::kOutput, StepKind::kModelLoading, "load weights", ts, o);
@@ -140,7 +140,7 @@ LineResult A1111Recognizer::on_line(const OutputLine& line, StepApplier& applier
     return {true, {}};
   }
   if (auto rest = after(text, "[Memory Management] Target: ")) {
-    if (memory_token_ != 0) applier.end(Origin::kOutput, memory_token_, ts);
+    if (memory_token_ != 0) applier.end(Origin::kOutput, memory_token_, ts, "inferred:next load");
     const std::size_t comma = rest->find(',');
     const std::string model(trim(rest->substr(0, comma)));
     OpenOptions o;

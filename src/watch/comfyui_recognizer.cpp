@@ -24,15 +24,27 @@
 //   Got an OOM, unloading all loaded models.        execution.py `execute` on an OOM
 //   CUDA out of memory. Tried to allocate {size}    PyTorch c10/cuda/CUDACachingAllocator.cpp
 //
+//   model weight dtype {}, manual cast: {}   comfy/sd.py `load_state_dict_guess_config`
+//   model_type {}                    comfy/model_base.py `BaseModel.__init__`
+//   Using {} attention in VAE        comfy/ldm/modules/diffusionmodules/model.py (v0.3.18)
+//   VAE load device: {}, offload device: {}, dtype: {}         comfy/sd.py `VAE.__init__`
+//   CLIP/text encoder model load device: {}, offload device: {}, current: {}, dtype: {}
+//                                   comfy/sd.py `CLIP.__init__`, the checkpoint loader's last
+//                                   line (v0.3.18 order: model, VAE, CLIP)
+//
 // One run per prompt (a prompt queued while another runs starts when that one's "Prompt
-// executed" line comes, as ComfyUI's PromptQueue runs them one at a time). Loads are steps
-// from "Requested to load" to their "loaded ..." line, one after the other. The LoRA warnings
-// are one lora_application step (spanning the warnings only) with the keys attached. The VAE
-// has no line of its own: after a VAE's load, a vae_decode step (or a latent_generation "vae
-// encode" step when nothing was sampled or loaded for diffusion yet in this prompt) runs until
-// the next step or the prompt's end; a tiled retry adds the attempts. A failure marks the
-// innermost open step failed with the exception's message (the traceback's last line when it
-// comes) and ends it.
+// executed" line comes, as ComfyUI's PromptQueue runs them one at a time). The checkpoint load
+// is a model_loading step "load checkpoint" from "model weight dtype" to the CLIP line (or,
+// without it, to the next phase: closed_by inferred). "Requested to load X" ... "loaded ..."
+// is a device move, "move X to device" (label operation=device_move, counters usable_bytes
+// and moved_bytes): the weights were read from the file before, by the checkpoint load. The
+// LoRA warnings are one lora_application step (spanning the warnings only) with the keys
+// attached. Phases that print nothing are inferred from the gaps (StepRecord::inferred):
+// "text encoding" from the end of a text encoder's load or move to the next diffusion model
+// move or sampler bar, and "vae decode and save" from the end of the last step after sampling
+// to the prompt's end. A tiled VAE retry line opens a VAE step with the two attempts. A
+// failure marks the innermost open step failed with the exception's message (the traceback's
+// last line when it comes) and ends it.
 #include "watch/comfyui_recognizer.hpp"
 
 #include <cctype>
@@ -76,6 +88,8 @@ bool exception_line(std::string_view line, std::string_view* type, std::string_v
 
 std::vector<std::string> ComfyUIRecognizer::anchors() const {
   return {"got prompt", "invalid prompt:", "Prompt executed in ", "Requested to load ",
+          "model weight dtype ", "model_type ", "attention in VAE", "VAE load device: ",
+          "CLIP/text encoder model load device: ", "no CLIP/text encoder weights", "%|",
           "loaded completely", "loaded partially", "loaded in lowvram mode", "lora key not loaded",
           "Exception during processing", "An error occurred while executing a workflow",
           "Got an OOM", "out of memory. Tried to allocate", "Ran out of memory when regular"};
@@ -85,10 +99,12 @@ void ComfyUIRecognizer::begin_prompt(StepApplier& applier, std::int64_t ts) {
   ++prompts_;
   in_prompt_ = true;
   prompt_failed_ = false;
-  diffusion_loaded_ = false;
   load_token_ = 0;
   load_queue_.clear();
   vae_token_ = 0;
+  ckpt_token_ = 0;
+  encoder_ready_ = false;
+  prompt_start_ns_ = ts;
   RunAnnouncement a;
   a.name = "prompt " + std::to_string(prompts_);
   a.announced_by = "comfyui";
@@ -99,6 +115,16 @@ void ComfyUIRecognizer::begin_prompt(StepApplier& applier, std::int64_t ts) {
 void ComfyUIRecognizer::end_prompt(StepApplier& applier, std::int64_t ts, std::string_view reported) {
   end_lora(applier, ts);
   end_failure(applier, ts);
+  end_checkpoint(applier, ts, "inferred:prompt end");
+  if (vae_token_ != 0 && applier.is_open(vae_token_)) {
+    applier.end(Origin::kOutput, vae_token_, ts, "inferred:prompt end");
+  }
+  vae_token_ = 0;
+  if (!prompt_failed_ && applier.seen_kind(StepKind::kSampling)) {
+    infer_gap(applier, StepKind::kVaeDecode, "vae decode and save",
+              "ComfyUI prints nothing for VAEDecode and SaveImage: the time from the last step "
+              "after sampling to the prompt's end", ts);
+  }
   if (!reported.empty()) {
     applier.announced_label("comfyui.reported", std::string(reported));
     std::optional<double> seconds;
@@ -118,11 +144,86 @@ void ComfyUIRecognizer::end_prompt(StepApplier& applier, std::int64_t ts, std::s
 }
 
 void ComfyUIRecognizer::open_load(StepApplier& applier, const std::string& model, std::int64_t ts) {
+  if (!is_text_encoder_class(model) && !is_vae_class(model)) {
+    // A diffusion model: what ran since the text encoder was ready was text encoding.
+    end_checkpoint(applier, ts, "inferred:next phase");
+    if (encoder_ready_) {
+      infer_gap(applier, StepKind::kTextEncoding, "text encoding",
+                "ComfyUI prints nothing for CLIPTextEncode: the time from the text encoder's "
+                "load to the diffusion model's", ts);
+    }
+  }
   OpenOptions o;
   o.source = "comfyui";
   load_model_ = model;
-  load_token_ = applier.open(Origin::kOutput, StepKind::kModelLoading, "load " + model, ts, o);
-  if (load_token_ != 0) applier.label(load_token_, "model_class", model);
+  load_token_ = applier.open(Origin::kOutput, StepKind::kModelLoading, "move " + model + " to device", ts, o);
+  if (load_token_ != 0) {
+    applier.label(load_token_, "model_class", model);
+    applier.label(load_token_, "operation", "device_move");
+  }
+}
+
+void ComfyUIRecognizer::end_checkpoint(StepApplier& applier, std::int64_t ts,
+                                       std::string_view closed_by) {
+  if (ckpt_token_ != 0 && applier.is_open(ckpt_token_)) {
+    applier.end(Origin::kOutput, ckpt_token_, ts, closed_by);
+    encoder_ready_ = true;
+  }
+  ckpt_token_ = 0;
+}
+
+void ComfyUIRecognizer::infer_gap(StepApplier& applier, StepKind kind, std::string_view name,
+                                  std::string_view reason, std::int64_t ts) {
+  encoder_ready_ = kind == StepKind::kTextEncoding ? false : encoder_ready_;
+  if (applier.innermost() != 0) return;  // something is open: no gap
+  const std::int64_t from = std::max(applier.last_end_ns(), prompt_start_ns_);
+  if (from <= 0 || ts <= from) return;
+  StepRecord r;
+  r.name = std::string(name);
+  r.kind = kind;
+  r.source = "comfyui";
+  r.inferred = true;
+  r.closed_by = "inferred:next line";
+  r.duration_ns = ts - from;
+  r.labels["inferred.reason"] = std::string(reason);
+  applier.add_finished(Origin::kOutput, std::move(r), from);
+}
+
+bool ComfyUIRecognizer::checkpoint_line(std::string_view text, StepApplier& applier, std::int64_t ts) {
+  if (auto dtype = after(text, "model weight dtype ")) {
+    end_checkpoint(applier, ts, "inferred:next checkpoint");
+    OpenOptions o;
+    o.source = "comfyui";
+    o.mergeable = false;
+    ckpt_token_ = applier.open(Origin::kOutput, StepKind::kModelLoading, "load checkpoint", ts, o);
+    if (ckpt_token_ != 0) {
+      const std::string_view d = trim(*dtype);
+      const std::size_t comma = d.find(", manual cast: ");
+      applier.label(ckpt_token_, "weight_dtype", trim(d.substr(0, comma)));
+      if (comma != std::string_view::npos) applier.label(ckpt_token_, "manual_cast", trim(d.substr(comma + 15)));
+    }
+    return true;
+  }
+  if (ckpt_token_ == 0 || !applier.is_open(ckpt_token_)) return false;
+  if (auto type = after(text, "model_type ")) {
+    applier.label(ckpt_token_, "model_type", trim(*type));
+    return true;
+  }
+  if (auto vae = after(text, "VAE load device: ")) {
+    applier.label(ckpt_token_, "vae_load", trim(*vae));
+    return true;
+  }
+  if (contains(text, "attention in VAE")) return true;
+  if (auto clip = after(text, "CLIP/text encoder model load device: ")) {
+    applier.label(ckpt_token_, "clip_load", trim(*clip));
+    end_checkpoint(applier, ts, kClosedExplicit);  // the loader's last line
+    return true;
+  }
+  if (contains(text, "no CLIP/text encoder weights")) {
+    applier.label(ckpt_token_, "clip_load", "none in the checkpoint");
+    return true;
+  }
+  return false;
 }
 
 void ComfyUIRecognizer::end_lora(StepApplier& applier, std::int64_t ts) {
@@ -133,7 +234,7 @@ void ComfyUIRecognizer::end_lora(StepApplier& applier, std::int64_t ts) {
   data["truncated"] = lora_key_count_ > lora_keys_.size();
   applier.counter(lora_token_, "keys_not_loaded", static_cast<double>(lora_key_count_));
   applier.attach(lora_token_, Attachment{"lora_keys_not_loaded", "lora key not loaded", std::move(data)});
-  applier.end(Origin::kOutput, lora_token_, ts);
+  applier.end(Origin::kOutput, lora_token_, ts, "inferred:next line");  // the warnings only
   lora_token_ = 0;
   lora_keys_.clear();
   lora_key_count_ = 0;
@@ -159,7 +260,7 @@ void ComfyUIRecognizer::end_failure(StepApplier& applier, std::int64_t ts) {
   if (failure_token_ != 0) {
     if (failure_token_ == load_token_) load_token_ = 0;
     if (failure_token_ == vae_token_) vae_token_ = 0;
-    applier.end(Origin::kOutput, failure_token_, ts);
+    applier.end(Origin::kOutput, failure_token_, ts, "inferred:next line");
   }
   failure_token_ = 0;
 }
@@ -196,7 +297,7 @@ bool ComfyUIRecognizer::loaded(std::string_view text, StepApplier& applier, std:
       if (auto v = leading_number(piece, &unit)) {
         unit = trim(unit);
         if (unit == "MB usable") applier.counter(token, "usable_bytes", *v * kMiB);
-        if (unit == "MB loaded") applier.counter(token, "loaded_bytes", *v * kMiB);
+        if (unit == "MB loaded") applier.counter(token, "moved_bytes", *v * kMiB);
         if (unit == "MB offloaded") applier.counter(token, "offloaded_bytes", *v * kMiB);
         if (unit == "MB buffer reserved") applier.counter(token, "buffer_reserved_bytes", *v * kMiB);
       } else if (auto f = after(piece, "full load: ")) {
@@ -218,7 +319,7 @@ bool ComfyUIRecognizer::loaded(std::string_view text, StepApplier& applier, std:
       if (auto v = parse_number(fields[0])) applier.counter(token, "usable_bytes", *v * kMiB);
     }
     if (fields.size() > 1) {
-      if (auto v = parse_number(fields[1])) applier.counter(token, "loaded_bytes", *v * kMiB);
+      if (auto v = parse_number(fields[1])) applier.counter(token, "moved_bytes", *v * kMiB);
     }
     if (fields.size() > 2) {
       if (how == "completely") {
@@ -231,21 +332,7 @@ bool ComfyUIRecognizer::loaded(std::string_view text, StepApplier& applier, std:
   const std::string model = load_model_;
   applier.end(Origin::kOutput, token, ts);
   load_token_ = 0;
-  if (is_vae_class(model)) {
-    // The VAE works right after its load and says nothing more.
-    const bool decode = diffusion_loaded_ || applier.seen_kind(StepKind::kSampling);
-    OpenOptions o;
-    o.source = "comfyui";
-    o.ends_at_next_step = true;
-    o.mergeable = false;
-    vae_token_ = applier.open(Origin::kOutput, decode ? StepKind::kVaeDecode : StepKind::kLatentGeneration,
-                              decode ? "vae decode" : "vae encode", ts, o);
-    if (vae_token_ != 0) {
-      applier.label(vae_token_, "watch.boundary", "from the VAE's load to the next step or the prompt's end");
-    }
-  } else if (!is_text_encoder_class(model)) {
-    diffusion_loaded_ = true;
-  }
+  if (is_text_encoder_class(model)) encoder_ready_ = true;
   if (!load_queue_.empty()) {
     const std::string next = load_queue_.front();
     load_queue_.pop_front();
@@ -272,8 +359,14 @@ void ComfyUIRecognizer::vae_retry(std::string_view text, StepApplier& applier, s
     o.source = "comfyui";
     o.ends_at_next_step = true;
     o.mergeable = false;
-    vae_token_ = applier.open(Origin::kOutput, kind, decoding ? "vae decode" : "vae encode", ts, o);
+    // The regular attempt began when the last step ended (nothing announces it).
+    const std::int64_t from = applier.innermost() == 0 && applier.last_end_ns() > prompt_start_ns_
+                                  ? std::min(applier.last_end_ns(), ts)
+                                  : ts;
+    vae_token_ = applier.open(Origin::kOutput, kind, decoding ? "vae decode" : "vae encode", from, o);
     if (vae_token_ == 0) return;
+    applier.mark_inferred(vae_token_, "began when the step before it ended; ComfyUI prints "
+                                      "only the retry");
   }
   const int token = vae_token_;
   applier.attempt(token, Attempt{"regular", StepStatus::kFailed, "out of memory",
@@ -336,6 +429,18 @@ LineResult ComfyUIRecognizer::on_line(const OutputLine& line, StepApplier& appli
     }
     return {true, {}};
   }
+  if (contains(text, "%|")) {
+    // A progress bar (read by the tqdm recogniser): sampling begins, so the text encoder's
+    // work before it is over.
+    if (encoder_ready_ && in_prompt_) {
+      end_checkpoint(applier, ts, "inferred:next phase");
+      infer_gap(applier, StepKind::kTextEncoding, "text encoding",
+                "ComfyUI prints nothing for CLIPTextEncode: the time from the text encoder's "
+                "load to the sampler's first frame", ts);
+    }
+    return {};
+  }
+  if (checkpoint_line(text, applier, ts)) return {true, {}};
   if (auto model = after(text, "Requested to load ")) {
     end_failure(applier, ts);
     const std::string m(trim(*model));
@@ -351,6 +456,7 @@ LineResult ComfyUIRecognizer::on_line(const OutputLine& line, StepApplier& appli
     const std::string_view key = trim(*after(text, "lora key not loaded"));
     const std::string_view k = !key.empty() && key.front() == ':' ? trim(key.substr(1)) : key;
     if (lora_token_ == 0) {
+      end_checkpoint(applier, ts, "inferred:next phase");  // LoraLoader runs after the loader
       OpenOptions o;
       o.source = "comfyui";
       lora_token_ = applier.open(Origin::kOutput, StepKind::kLoraApplication, "lora", ts, o);

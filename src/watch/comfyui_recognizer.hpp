@@ -29,6 +29,10 @@ class ComfyUIRecognizer final : public Recognizer {
   bool loaded(std::string_view text, StepApplier& applier, std::int64_t ts);
   void vae_retry(std::string_view text, StepApplier& applier, std::int64_t ts);
   void note_size(std::string_view text, StepApplier& applier);
+  bool checkpoint_line(std::string_view text, StepApplier& applier, std::int64_t ts);
+  void end_checkpoint(StepApplier& applier, std::int64_t ts, std::string_view closed_by);
+  void infer_gap(StepApplier& applier, StepKind kind, std::string_view name,
+                 std::string_view reason, std::int64_t ts);
 
   int prompts_ = 0;                  // prompts begun (names "prompt N")
   int queued_ = 0;                   // "got prompt" while one was running
@@ -37,7 +41,9 @@ class ComfyUIRecognizer final : public Recognizer {
   int load_token_ = 0;
   std::string load_model_;
   std::deque<std::string> load_queue_;  // "Requested to load" lines not loaded yet
-  bool diffusion_loaded_ = false;    // a diffusion model was loaded in this prompt
+  int ckpt_token_ = 0;               // the checkpoint load ("model weight dtype" ...)
+  bool encoder_ready_ = false;       // a text encoder was loaded or moved, not yet used
+  std::int64_t prompt_start_ns_ = 0;
   int lora_token_ = 0;
   std::vector<std::string> lora_keys_;
   std::uint64_t lora_key_count_ = 0;

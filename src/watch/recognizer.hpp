@@ -45,6 +45,9 @@ class Recognizer {
   virtual bool wants_every_line() const { return false; }
   /// Reads a line.
   virtual LineResult on_line(const OutputLine& line, StepApplier& applier) = 0;
+  /// The program exited (its last lines were read): phases held back for their enclosing
+  /// step are recorded now.
+  virtual void on_exit(StepApplier& /*applier*/, std::int64_t /*steady_ns*/) {}
 };
 
 /// Names of the built-in recognisers, in the order they read a line (the first that

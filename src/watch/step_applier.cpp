@@ -66,8 +66,9 @@ StepApplier::~StepApplier() {
 
 // --- runs ------------------------------------------------------------------------------------
 
-void StepApplier::start_run(RunOptions options, std::string_view scope_label) {
+void StepApplier::start_run(RunOptions options, std::string_view scope_label, std::int64_t steady_ns) {
   options.labels["watch.run"] = std::string(scope_label);
+  options.start_steady_ns = steady_ns;
   run_.emplace(monitor_.start_run(std::move(options)));
   columns_ = run_->snapshot().series.metrics;
   for (auto& [source, message] : pending_errors_) run_->record_monitoring_error(source, message);
@@ -84,12 +85,12 @@ bool StepApplier::ensure_run(std::int64_t steady_ns) {
   return run_.has_value();
 }
 
-void StepApplier::program_started(std::int64_t /*steady_ns*/) {
+void StepApplier::program_started(std::int64_t steady_ns) {
   if (run_ || program_run_done_ || exited_ || options_.runs == RunScope::kAnnounced) return;
   if (options_.runs == RunScope::kAuto && announced_seen_) return;
   program_run_done_ = true;
   try {
-    start_run(options_.run, "program");
+    start_run(options_.run, "program", steady_ns);
   } catch (const std::exception& e) {
     // A run already active on this monitor (started by the caller): nothing to record into.
     pending_errors_.emplace_back("watch", std::string("cannot start the program run: ") + e.what());
@@ -116,8 +117,12 @@ void StepApplier::run_begin(RunAnnouncement a, std::int64_t steady_ns) {
       run_note("ended by the next announced run, without an end of its own");
       finish_run(StepStatus::kOk, {}, steady_ns);
     } else {
+      // What came before the first announcement is the startup run, unless nothing
+      // happened in it: a server's start-up with no step is not a run of its own.
+      const Run so_far = run_->snapshot();
+      const bool empty = so_far.steps.empty() && so_far.monitoring_errors.empty();
       run_label("watch.run", "startup");
-      finish_run(StepStatus::kOk, {}, steady_ns);
+      finish_run(StepStatus::kOk, {}, steady_ns, /*deliver=*/!empty);
     }
   }
   announced_seen_ = true;
@@ -130,7 +135,7 @@ void StepApplier::run_begin(RunAnnouncement a, std::int64_t steady_ns) {
   if (!a.name.empty()) options.labels["watch.announcement"] = a.name;
   if (!a.announced_by.empty()) options.labels["watch.announced_by"] = a.announced_by;
   try {
-    start_run(std::move(options), "announced");
+    start_run(std::move(options), "announced", steady_ns);
     announced_active_ = true;
   } catch (const std::exception& e) {
     pending_errors_.emplace_back("watch", std::string("cannot start an announced run: ") + e.what());
@@ -162,17 +167,18 @@ void StepApplier::program_exited(int wait_status, std::int64_t steady_ns) {
 }
 
 void StepApplier::finish_run(std::optional<StepStatus> status, std::string_view reason,
-                             std::int64_t steady_ns) {
+                             std::int64_t steady_ns, bool deliver) {
   end_all(status, reason, steady_ns);
   seen_kinds_ = 0;
+  last_end_ns_ = 0;
   announced_active_ = false;
   announced_step_ = 0;
   if (!run_) return;
   const bool recorded = run_->active();  // false when the monitor is disabled
-  Run result = run_->finish();
+  Run result = run_->finish_at(steady_ns);
   run_.reset();
   columns_.clear();
-  if (!recorded) return;
+  if (!recorded || !deliver) return;
   ++stats_.runs_finished;
   if (options_.on_run_finished) {
     try {
@@ -232,7 +238,7 @@ void StepApplier::end_implicit(std::int64_t steady_ns) {
   // Innermost first, so the stack of the session thread unwinds in order.
   for (auto it = open_.rbegin(); it != open_.rend();) {
     if ((*it)->ends_at_next_step) {
-      close(**it, steady_ns);
+      close(**it, steady_ns, "inferred:next step");
       it = decltype(it)(open_.erase(std::next(it).base()));
     } else {
       ++it;
@@ -267,7 +273,7 @@ int StepApplier::open(Origin origin, StepKind kind, std::string_view name, std::
   }
   end_implicit(steady_ns);
   auto s = std::make_unique<OpenStep>();
-  s->step = run_->step(kind, name, options.source.empty() ? nullptr : options.source.c_str());
+  s->step = run_->step_at(steady_ns, kind, name, options.source.empty() ? nullptr : options.source.c_str());
   if (!s->step.active()) return 0;
   s->token = next_token_++;
   s->kind = kind;
@@ -284,7 +290,7 @@ int StepApplier::open(Origin origin, StepKind kind, std::string_view name, std::
   return token;
 }
 
-void StepApplier::close(OpenStep& s, std::int64_t steady_ns) {
+void StepApplier::close(OpenStep& s, std::int64_t steady_ns, std::string_view closed_by) {
   if (s.before_end) {
     auto hook = std::move(s.before_end);
     s.before_end = nullptr;
@@ -303,15 +309,17 @@ void StepApplier::close(OpenStep& s, std::int64_t steady_ns) {
     }
     s.output_buffer.clear();
   }
-  s.step.end();
+  s.step.end_at(steady_ns, closed_by);
+  last_end_ns_ = std::max(last_end_ns_, steady_ns);
 }
 
-void StepApplier::end(Origin origin, int token, std::int64_t steady_ns) {
+void StepApplier::end(Origin origin, int token, std::int64_t steady_ns,
+                      std::string_view closed_by) {
   for (auto it = open_.begin(); it != open_.end(); ++it) {
     OpenStep& s = **it;
     if (s.token != token) continue;
     if (origin == Origin::kOutput && s.origin != Origin::kOutput) return;  // owner ends it
-    close(s, steady_ns);
+    close(s, steady_ns, closed_by);
     open_.erase(it);
     return;
   }
@@ -325,7 +333,7 @@ void StepApplier::end_all(std::optional<StepStatus> status, std::string_view rea
       s.step.fail(reason);
       s.failed = true;
     }
-    close(s, steady_ns);
+    close(s, steady_ns, kClosedRunEnd);
     open_.pop_back();
   }
 }
@@ -335,6 +343,10 @@ void StepApplier::fail(int token, std::string_view message, std::string_view typ
     s->step.fail(message, type);
     s->failed = true;
   }
+}
+
+void StepApplier::mark_inferred(int token, std::string_view reason) {
+  if (OpenStep* s = find_token(token)) s->step.mark_inferred(reason);
 }
 
 void StepApplier::skip(int token, std::string_view reason) {
@@ -432,13 +444,17 @@ void StepApplier::attempt(int token, Attempt a) {
   }
 }
 
-int StepApplier::add_finished(Origin /*origin*/, StepRecord record, std::int64_t start_steady_ns) {
+int StepApplier::add_finished(Origin /*origin*/, StepRecord record, std::int64_t start_steady_ns,
+                              int parent_core_id) {
   if (!ensure_run(start_steady_ns + record.duration_ns)) {
     ++stats_.steps_outside_runs;
     return -1;
   }
   end_implicit(start_steady_ns + record.duration_ns);
-  record.parent_id = open_.empty() ? -1 : open_.back()->step.id();
+  record.parent_id = parent_core_id >= -1 ? parent_core_id
+                     : open_.empty()      ? -1
+                                          : open_.back()->step.id();
+  last_end_ns_ = std::max(last_end_ns_, start_steady_ns + record.duration_ns);
   return run_->add_step(std::move(record), start_steady_ns);
 }
 

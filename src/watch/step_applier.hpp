@@ -26,6 +26,7 @@
 
 #include "genscope/monitor.hpp"
 #include "genscope/run.hpp"
+#include "genscope/step_tree.hpp"
 #include "genscope/watch.hpp"
 
 namespace genscope::watch {
@@ -95,7 +96,14 @@ class StepApplier {
   int open(Origin origin, StepKind kind, std::string_view name, std::int64_t steady_ns,
            const OpenOptions& options = {});
   /// Ends a step. A step shared with another origin ends only when its owner ends it.
-  void end(Origin origin, int token, std::int64_t steady_ns);
+  /// `closed_by`: how the end is known (StepRecord::closed_by; "inferred:<reason>" when a
+  /// recogniser ends the step because another phase began).
+  void end(Origin origin, int token, std::int64_t steady_ns,
+           std::string_view closed_by = kClosedExplicit);
+  /// Marks a step as inferred (no line announced it; StepRecord::inferred).
+  void mark_inferred(int token, std::string_view reason);
+  /// When the latest step of the current run ended (steady clock, as given); 0 when none.
+  std::int64_t last_end_ns() const noexcept { return last_end_ns_; }
   /// Marks a step failed (it stays open until ended).
   void fail(int token, std::string_view message, std::string_view type = {});
   /// Marks a step skipped.
@@ -135,7 +143,9 @@ class StepApplier {
   /// Adds a step that ended already and was timed by the program (a "completed, taking 1.2s"
   /// line, a forwarded step without a begin): inside the innermost open step. Returns the
   /// core step id, -1 when not recorded.
-  int add_finished(Origin origin, StepRecord record, std::int64_t start_steady_ns);
+  /// `parent_core_id` >= 0 puts it inside that (finished) step instead.
+  int add_finished(Origin origin, StepRecord record, std::int64_t start_steady_ns,
+                   int parent_core_id = -2);
   /// Merges a forwarded in-process step record into open step `token` and ends it
   /// (docs/run.md, "Merging").
   void merge_and_end(int token, const StepRecord& record, std::int64_t steady_ns);
@@ -148,11 +158,12 @@ class StepApplier {
   OpenStep* find_token(int token) noexcept;
   const OpenStep* find_token(int token) const noexcept;
   bool ensure_run(std::int64_t steady_ns);
-  void start_run(RunOptions options, std::string_view scope_label);
+  void start_run(RunOptions options, std::string_view scope_label, std::int64_t steady_ns);
+  /// Ends the open steps and finishes the run; `deliver` false drops it (an empty startup).
   void finish_run(std::optional<StepStatus> open_steps_status, std::string_view reason,
-                  std::int64_t steady_ns);
+                  std::int64_t steady_ns, bool deliver = true);
   void end_all(std::optional<StepStatus> status, std::string_view reason, std::int64_t steady_ns);
-  void close(OpenStep& step, std::int64_t steady_ns);
+  void close(OpenStep& step, std::int64_t steady_ns, std::string_view closed_by);
   void end_implicit(std::int64_t steady_ns);
 
   Monitor& monitor_;
@@ -163,6 +174,7 @@ class StepApplier {
   std::vector<std::unique_ptr<OpenStep>> open_;
   std::vector<std::pair<std::string, std::string>> pending_errors_;
   int next_token_ = 1;
+  std::int64_t last_end_ns_ = 0;    // the latest step end in the current run
   unsigned seen_kinds_ = 0;         // kinds opened in the current run
   bool program_run_done_ = false;   // the program run was started once (never reopened)
   bool announced_seen_ = false;     // an announcement was seen (kAuto: no program run since)

@@ -19,9 +19,14 @@ std::optional<std::string_view> after(std::string_view s, std::string_view needl
 }
 
 std::optional<double> parse_number(std::string_view s) noexcept {
-  std::string_view rest;
-  auto v = leading_number(s, &rest);
-  if (!v || !rest.empty()) return std::nullopt;
+  // The whole field: fixed or scientific ("9.5367431640625e+25", ComfyUI's "usable" on CPU).
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, std::chars_format::general);
+  if (ec != std::errc() || ptr == s.data() || ptr != s.data() + s.size() || !std::isfinite(v)) {
+    return std::nullopt;
+  }
   return v;
 }
 

@@ -127,7 +127,7 @@ LineResult TqdmRecognizer::on_line(const OutputLine& line, StepApplier& applier)
   const bool same_bar = bar != nullptr && !bar->finished && total == bar->total &&
                         n >= bar->position && applier.is_open(bar->token);
   if (!same_bar) {
-    if (bar != nullptr && !bar->finished) applier.end(Origin::kOutput, bar->token, ts);
+    if (bar != nullptr && !bar->finished) applier.end(Origin::kOutput, bar->token, ts, "inferred:next bar");
     if (pending_close_ == bar) pending_close_ = nullptr;
     for (Bar*& last : last_bar_) {
       if (last == bar) last = nullptr;

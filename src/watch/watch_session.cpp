@@ -167,6 +167,7 @@ void WatchSession::program_exited(int wait_status, std::int64_t steady_ns) noexc
       });
     }
     s.stats.cut_lines = s.splitters[0].cut_lines() + s.splitters[1].cut_lines();
+    for (std::size_t i = 0; i < s.count(); ++i) s.recognizer(i).on_exit(s.applier, steady_ns);
     s.applier.program_exited(wait_status, steady_ns);
   } catch (...) {
   }

@@ -248,4 +248,7 @@ set +e
 out=$(run --targets "$tmp/missing_targets.json" -- touch "$tmp/started" 2>&1); rc=$?
 set -e
 [ $rc -eq 2 ] && [ ! -e "$tmp/started" ] || fail "missing targets: rc=$rc $out"
+# Every run document this test wrote keeps the step tree's invariants.
+find "$tmp" -name 'run*.json' -print0 | xargs -0 -r /usr/bin/python3 "$(dirname "$0")/check_step_tree.py" ||
+  { echo "FAIL: a run document breaks the step tree's invariants" >&2; exit 1; }
 echo "run_cli: ok"

@@ -150,4 +150,7 @@ out=$("$GENSCOPE" watch --pid $$ --log "$tmp" 2>&1); rc=$?
 out=$("$GENSCOPE" watch --pid 2147483000 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "\[ProcessNotFound\]" <<<"$out" || fail "no such pid: rc=$rc $out"
 set -e
+# Every run document this test wrote keeps the step tree's invariants.
+find "$tmp" -name 'run*.json' -print0 | xargs -0 -r /usr/bin/python3 "$(dirname "$0")/check_step_tree.py" ||
+  { echo "FAIL: a run document breaks the step tree's invariants" >&2; exit 1; }
 echo "watch_cli: ok"

@@ -1,7 +1,8 @@
 // libFuzzer target: arbitrary bytes as a watched program's output. The first byte picks how
 // the rest is cut into writes (any chunk boundary), which stream each write is on and how far
 // the read times move (backwards too); every built-in recogniser and a rule file read it.
-// Nothing may crash, no iteration may get a negative duration, and every run finishes.
+// Nothing may crash, no iteration may get a negative duration, every run finishes, and every
+// finished run's step tree keeps its invariants (genscope::check_step_tree).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 
 #include "quiet_monitor.hpp"
 #include "genscope/monitor.hpp"
+#include "genscope/step_tree.hpp"
 #include "genscope/watch.hpp"
 
 namespace {
@@ -48,6 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const StepRecord& s : run.steps) {
       for (const std::int64_t d : s.iteration_ns) failed = failed || d < 0;
     }
+    failed = failed || !check_step_tree(run).empty();
   };
   {
     WatchSession session(fuzz::quiet_monitor(), options);

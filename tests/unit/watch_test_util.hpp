@@ -61,12 +61,17 @@ struct Harness {
       : monitor(monitor_options), session(monitor, with_collector(std::move(options), runs)) {}
 
   static WatchOptions with_collector(WatchOptions o, std::vector<Run>& sink) {
-    o.on_run_finished = [&sink](Run&& r) { sink.push_back(std::move(r)); };
+    o.on_run_finished = [&sink](Run&& r) {
+      // Every run the watch tests produce keeps the step tree's invariants.
+      for (const std::string& v : check_step_tree(r)) ADD_FAILURE() << "step tree: " << v;
+      sink.push_back(std::move(r));
+    };
     return o;
   }
 
   /// Feeds a transcript; `time_scale` < 1 replays faster (sleeping scaled gaps) while the
-  /// session still gets the original timestamps; 0 = no sleeping at all.
+  /// session still gets the original timestamps (runs and steps are timed by them, so their
+  /// durations are the original ones); 0 = no sleeping at all.
   void replay(const std::vector<TranscriptRecord>& records, double time_scale = 0, int exit_status = 0) {
     const std::int64_t base = Step::now_ns();
     const auto wall0 = std::chrono::steady_clock::now();
