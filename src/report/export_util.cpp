@@ -67,7 +67,9 @@ std::vector<int> step_depths(const Run& run) {
   return depth;
 }
 
-bool step_inferred(const StepRecord& /*step*/) noexcept { return false; }
+bool step_inferred(const StepRecord& step) noexcept {
+  return step.inferred || step.closed_by == "run_end" || step.closed_by.starts_with("inferred");
+}
 
 std::int64_t round_us(std::int64_t ns) noexcept {
   const std::int64_t shifted = add_saturated(ns, 500);

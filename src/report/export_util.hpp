@@ -35,9 +35,9 @@ std::int64_t add_saturated(std::int64_t a, std::int64_t b) noexcept;
 std::vector<int> step_depths(const Run& run);
 
 /// Whether a step's own begin or end was inferred from evidence (a log line, a progress bar)
-/// rather than observed: the one place every export asks it. The run document has no
-/// step-level flag yet, so no step reads as inferred; when StepRecord gains one (`closed_by`,
-/// docs/design.md "Step sources and the step tree"), it is honoured here.
+/// rather than observed: the one place every export asks it. True for a step read from a gap
+/// (`inferred`) and for one whose end was inferred or forced by the run's end (`closed_by`
+/// "inferred:<reason>" or "run_end"; docs/run-schema.md "The step tree").
 bool step_inferred(const StepRecord& step) noexcept;
 /// Whether some of a step's iteration durations were inferred (spread over a progress
 /// redraw) rather than timed one by one.
