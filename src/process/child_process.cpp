@@ -33,6 +33,8 @@
 #include "genscope/error.hpp"
 #include "genscope/step.hpp"
 #include "process/fd.hpp"
+#include "sinks/event_channel_id.hpp"
+#include "watch/event_codec.hpp"
 
 extern char** environ;
 
@@ -41,7 +43,9 @@ namespace {
 
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
 constexpr std::size_t kChunk = 256 * 1024;
-constexpr std::size_t kMaxEventLine = 1 << 20;
+// An event line's limit (docs/run.md): a longer one is delivered cut one byte past it (so
+// that it is reported as too long), and the rest of it, up to its '\n', is skipped.
+constexpr std::size_t kMaxEventLine = watch::kMaxEventLineBytes;
 
 [[noreturn]] void spawn_failed(const std::string& what) {
   throw Error("SpawnFailed", what + ": " + std::strerror(errno));
@@ -122,6 +126,16 @@ struct ChildProcess::Impl {
   std::string observer_error;
   std::vector<char> buffer = std::vector<char>(kChunk);
 
+  // A stream of ours that cannot be written (other than a reader gone: EPIPE): CMD's output
+  // on it is still read and analysed, no longer passed on; said once in pass_through_notes.
+  bool stream_dropped[3] = {false, false, false};
+  std::vector<std::string> notes;
+  void drop_stream(int stream, int error) {
+    stream_dropped[stream] = true;
+    notes.push_back(std::string("genscope's ") + (stream == 1 ? "stdout" : "stderr") +
+                    " cannot be written (" + std::strerror(error) +
+                    "): CMD's output on it is read for steps but no longer passed on");
+  }
   void make_channels();
   void make_pty(detail::Fd& master, detail::Fd& slave);
   void copy_window_size();
@@ -274,9 +288,15 @@ void ChildProcess::start() {
   }
   std::vector<std::string> env_storage;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "GENSCOPE_EVENTS_FD=", 19) != 0) env_storage.emplace_back(*e);
+    if (std::strncmp(*e, "GENSCOPE_EVENTS_FD=", 19) != 0 &&
+        std::strncmp(*e, "GENSCOPE_EVENTS_ID=", 19) != 0)
+      env_storage.emplace_back(*e);
   }
-  if (events_fd >= 0) env_storage.push_back("GENSCOPE_EVENTS_FD=" + std::to_string(events_fd));
+  if (events_fd >= 0) {
+    env_storage.push_back("GENSCOPE_EVENTS_FD=" + std::to_string(events_fd));
+    // The pipe's identity: the in-process sink writes only into this very pipe.
+    env_storage.push_back("GENSCOPE_EVENTS_ID=" + detail::event_channel_id(m.events_write.get()));
+  }
   std::vector<char*> envp;
   for (std::string& e : env_storage) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -336,6 +356,9 @@ void ChildProcess::start() {
 int ChildProcess::pid() const noexcept { return impl_->pid; }
 double ChildProcess::spawn_hwm_bytes() const noexcept { return impl_->spawn_hwm; }
 const std::string& ChildProcess::observer_error() const noexcept { return impl_->observer_error; }
+const std::vector<std::string>& ChildProcess::pass_through_notes() const noexcept {
+  return impl_->notes;
+}
 
 int ChildProcess::exit_code(int wait_status) noexcept {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
@@ -352,22 +375,36 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
   std::int64_t next_tick = Step::now_ns() + tick_interval.count() * 1'000'000;
   const std::int64_t quiet_ns = m.options.drain_quiet.count() * 1'000'000;
 
+  bool skipping_event_line = false;  // the rest of a line past the limit, until its '\n'
   auto deliver_events = [&](std::string_view chunk, std::int64_t now, bool eof) {
+    if (skipping_event_line) {
+      const std::size_t nl = chunk.find('\n');
+      if (nl == std::string_view::npos) return;
+      chunk.remove_prefix(nl + 1);
+      skipping_event_line = false;
+    }
     m.event_buffer.append(chunk);
     std::size_t start = 0;
     for (;;) {
       const std::size_t nl = m.event_buffer.find('\n', start);
       if (nl == std::string::npos) break;
       const std::string_view line(m.event_buffer.data() + start, nl - start);
-      m.call(observer, [&] { observer.event_line(line, now); });
+      if (line.size() <= kMaxEventLine + 1) {
+        m.call(observer, [&] { observer.event_line(line, now); });
+      } else {  // over the limit: cut one byte past it, reported as too long
+        m.call(observer, [&] { observer.event_line(line.substr(0, kMaxEventLine + 1), now); });
+      }
       start = nl + 1;
     }
     m.event_buffer.erase(0, start);
-    if (m.event_buffer.size() >= kMaxEventLine || (eof && !m.event_buffer.empty())) {
+    if (m.event_buffer.size() > kMaxEventLine || (eof && !m.event_buffer.empty())) {
+      const bool too_long = m.event_buffer.size() > kMaxEventLine;
       const std::string_view line(m.event_buffer.data(),
-                                  std::min(m.event_buffer.size(), kMaxEventLine));
+                                  std::min(m.event_buffer.size(), kMaxEventLine + 1));
       m.call(observer, [&] { observer.event_line(line, now); });
       m.event_buffer.clear();
+      m.event_buffer.shrink_to_fit();
+      skipping_event_line = too_long && !eof;
     }
   };
 
@@ -380,14 +417,16 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
     bool& broken = stream == 1 ? m.stdout_broken : m.stderr_broken;
     bool passed = false;  // the bytes read below are already on our stream
     std::size_t want = m.buffer.size();
-    if (stream != 0 && tee_to[stream] && !broken) {
+    if (stream != 0 && tee_to[stream] && !broken && !m.stream_dropped[stream]) {
       const TeeResult t = tee_some(source.get(), stream, want);
       if (t.failed == EINVAL) {
         tee_to[stream] = false;  // not a pipe after all: copy
       } else if (t.failed == EPIPE) {
         broken = true;  // our reader went away: handled as a failed write below
+      } else if (t.failed == EINTR) {
+        return true;  // poll again
       } else if (t.failed != 0) {
-        return true;  // EINTR: poll again
+        m.drop_stream(stream, t.failed);  // EBADF (a closed stdout), EIO...: read, not passed on
       } else if (t.bytes > 0) {
         passed = true;
         want = t.bytes;
@@ -414,10 +453,16 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
       deliver_events(bytes, now, false);
       return true;
     }
-    if (broken || (!passed && !write_all(stream, bytes.data(), bytes.size()))) {
+    if (!passed && !broken && !m.stream_dropped[stream] &&
+        !write_all(stream, bytes.data(), bytes.size())) {
+      if (errno == EPIPE)
+        broken = true;
+      else
+        m.drop_stream(stream, errno);  // EBADF (a closed stdout), ENOSPC, EIO...
+    }
+    if (broken) {
       // Our reader went away (EPIPE): close CMD's pipe so that CMD learns it on its next
       // write (SIGPIPE/EPIPE), as it would without genscope in between.
-      broken = true;
       source.reset();
       m.call(observer, [&] { observer.output(stream, bytes, now); });
       return false;
