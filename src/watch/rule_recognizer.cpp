@@ -97,11 +97,12 @@ LineResult RuleRecognizer::on_line(const OutputLine& line, StepApplier& applier)
   if (disabled_) return {};
   // The per-line budget: a line (at most 16 KiB) takes microseconds; a set whose DFA keeps
   // running out of its memory (states that multiply) rebuilds it over and over and takes
-  // up to a second per line, and the watcher would fall behind the program for good. A line
-  // over the budget on the wall clock makes the next lines measured on this thread's CPU
-  // clock (a thread that was only preempted is not slow); one over it there turns the file
-  // off for the rest of the session, as does a DFA that reports running out of memory.
-  const bool measure_cpu = suspect_lines_ > 0;
+  // up to a second per line, and the watcher would fall behind the program for good. Lines
+  // of 1 KiB or more (where reading the clock costs nothing next to the scan), and the lines
+  // after one that was over the budget on the wall clock, are measured on this thread's CPU
+  // clock (a thread that was only preempted is not slow); a line over the budget there turns
+  // the file off for the rest of the session, as does a DFA that reports running out of memory.
+  const bool measure_cpu = suspect_lines_ > 0 || line.text.size() >= 1024;
   const std::int64_t cpu0 = measure_cpu ? thread_cpu_ns() : 0;
   const auto wall0 = std::chrono::steady_clock::now();
   RE2::Set::ErrorInfo info;
@@ -110,7 +111,7 @@ LineResult RuleRecognizer::on_line(const OutputLine& line, StepApplier& applier)
                                    std::chrono::steady_clock::now() - wall0).count();
   if (measure_cpu) {
     const std::int64_t cpu_ns = thread_cpu_ns() - cpu0;
-    --suspect_lines_;
+    if (suspect_lines_ > 0) --suspect_lines_;
     if (cpu_ns > kLineBudgetNs) {
       disable(applier, "took " + std::to_string(cpu_ns / 1'000'000) + " ms of CPU on one line of " +
                            std::to_string(line.text.size()) + " bytes (the budget is " +

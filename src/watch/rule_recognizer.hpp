@@ -5,8 +5,9 @@
 // of rules; the captures of a matching rule are then read with that rule's own RE2. Rules
 // act in file order. Per-line budget: a set whose DFA keeps running out of memory (states
 // that multiply, e.g. (a|b)*a(a|b){30} next to (a|b){1000}x, on long a/b lines) rebuilds it
-// over and over, up to a second per line; a line over 50 ms of CPU (checked once a line was
-// over it on the wall clock), or a DFA that reports running out of memory, turns the file's
+// over and over, up to a second per line; a line over 50 ms of CPU (measured for lines of
+// 1 KiB or more, and after a line over it on the wall clock), or a DFA that reports running
+// out of memory, turns the file's
 // rules off for the session, with a monitoring error that starts "RulesDisabled:", so the
 // watcher never falls behind the program for good.
 #pragma once
