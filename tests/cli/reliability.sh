@@ -189,6 +189,28 @@ elapsed timeout 300 "$g" run --quiet --out rules --rules blowup.rules.json -- ca
 grep -q "RulesDisabled" rules/run.json || fail "pathological rules: no RulesDisabled"
 echo "pathological rules: 4.8 MB of a/b lines watched in ${secs} s"
 
+# --- 9. 100k progress bars: a bounded run document, the count kept -------------------------
+cat > bars.py <<'EOF'
+import sys
+w = sys.stderr.write
+for i in range(int(sys.argv[1])):
+    w("\rbar%d:   0%%|          | 0/4 [00:00<?, ?it/s]" % i)
+    for k in range(1, 5):
+        w("\rbar%d:  %d%%|#####     | %d/4 [00:00<00:00, 100.00it/s]" % (i, k * 25, k))
+    w("\n")
+EOF
+elapsed /usr/bin/time -f "%M" -o bars.rss timeout 300 "$g" run --quiet --out bars -- $py bars.py 100000 2>/dev/null
+[ $rc -eq 0 ] || fail "100k bars: rc=$rc"
+$py - <<'EOF' || fail "100k bars"
+import json, os
+d = json.load(open("bars/run.json"))
+assert len(d["steps"]) == 1000, len(d["steps"])
+assert any("not recorded as steps (repeated 99000 times)" in e["message"] for e in d["monitoring_errors"]), d["monitoring_errors"]
+assert os.path.getsize("bars/run.json") < 8 << 20, os.path.getsize("bars/run.json")
+EOF
+[ "$(cat bars.rss)" -lt 300000 ] || fail "100k bars: genscope max RSS $(cat bars.rss) KiB"
+echo "100k bars: ${secs} s, genscope max RSS $(cat bars.rss) KiB, run.json $(stat -c %s bars/run.json) bytes"
+
 # --- 10. a huge run document: a named refusal, never an abort --------------------------------
 truncate -s 300M huge.json
 set +e
