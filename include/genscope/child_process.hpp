@@ -33,6 +33,10 @@ struct ChildOptions {
   bool event_channel = true;      ///< Create the GENSCOPE_EVENTS_FD pipe.
   std::filesystem::path cgroup;   ///< A cgroup directory the program joins before exec.
   bool adopt_orphans = true;      ///< Become the child subreaper (descendants stay ours).
+  /// Start a guardian process that takes CMD's output over if this process is killed
+  /// (SIGKILL, a crash), so that CMD runs to its end instead of dying of SIGPIPE at its next
+  /// write (docs/reliability.md, "When genscope itself is killed").
+  bool guardian = true;
   /// When the program's stdout ends (it and every descendant closed it), point this
   /// process's stdout at /dev/null, so a reader of it (`| tee log`) sees the end then, not
   /// when genscope exits. For callers that write nothing to stdout themselves.

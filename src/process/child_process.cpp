@@ -21,10 +21,12 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -118,6 +120,9 @@ struct ChildProcess::Impl {
   // Our ends and the program's ends of its stdout/stderr and of the event channel.
   detail::Fd out_read, out_write, err_read, err_write, events_read, events_write;
   detail::Fd signals;  // signalfd
+  detail::Fd lifeline;  // write end; the guardian takes CMD's output over when it closes unsaid
+  pid_t guardian_pid = -1;
+  void release_guardian() noexcept;  // CMD exited: the guardian exits
   sigset_t old_mask{};
   struct sigaction old_pipe{};
   bool mask_saved = false;
@@ -137,6 +142,7 @@ struct ChildProcess::Impl {
                     "): CMD's output on it is read for steps but no longer passed on");
   }
   void make_channels();
+  void start_guardian();
   void make_pty(detail::Fd& master, detail::Fd& slave);
   void copy_window_size();
   void call(ChildObserver& observer, const std::function<void()>& fn);
@@ -209,6 +215,119 @@ void ChildProcess::Impl::call(ChildObserver& observer, const std::function<void(
   }
 }
 
+// The guardian: a child process holding copies of the read ends of CMD's pipes and of
+// genscope's stdout/stderr, and the read end of a lifeline pipe whose write end only genscope
+// holds. Once CMD exited genscope says so on the lifeline ('x'), and the guardian exits (it is
+// reaped like any child, and not reported to the observer). When genscope is killed (SIGKILL, a crash) the lifeline closes unsaid: the guardian
+// then passes CMD's output on as genscope did (and drains the event channel), so CMD runs to
+// its end instead of dying of SIGPIPE at its next write. "1" on the lifeline: genscope released
+// its stdout (CMD's stdout ended), the guardian drops its copies of it; "o"/"e": genscope
+// closed CMD's stdout/stderr pipe (its own reader went away), the guardian closes its copy.
+namespace {
+
+[[noreturn]] void guardian_main(int lifeline, int out, int err, int events) noexcept {
+  const int keep[] = {lifeline, out, err, events};
+  int highest = 2;
+  for (int fd : keep) highest = std::max(highest, fd);
+  for (int fd = 3; fd <= highest; ++fd) {
+    bool needed = false;
+    for (int k : keep) needed = needed || k == fd;
+    if (!needed) ::close(fd);
+  }
+#ifdef SYS_close_range
+  ::syscall(SYS_close_range, highest + 1, ~0U, 0);
+#endif
+  ::prctl(PR_SET_NAME, "genscope-guard", 0, 0, 0);
+  for (;;) {
+    char c;
+    const ssize_t n = ::read(lifeline, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (c == 'x') ::_exit(0);  // genscope ended normally
+    if ((c == '1' || c == 'o') && out >= 0) {  // genscope closed CMD's stdout pipe
+      ::close(out);
+      out = -1;
+    }
+    if (c == 'e' && err >= 0) {  // genscope closed CMD's stderr pipe (its reader went away)
+      ::close(err);
+      err = -1;
+    }
+    if (c == '1') ::close(1);  // genscope released its stdout
+  }
+  // genscope is gone: pass CMD's output on until every writer closed it.
+  int sources[3] = {out, err, events};
+  const int targets[3] = {1, 2, -1};
+  char buffer[65536];
+  for (;;) {
+    pollfd fds[3];
+    int map[3];
+    int count = 0;
+    for (int i = 0; i < 3; ++i) {
+      if (sources[i] < 0) continue;
+      map[count] = i;
+      fds[count++] = {sources[i], POLLIN, 0};
+    }
+    if (count == 0) ::_exit(0);
+    if (::poll(fds, static_cast<nfds_t>(count), -1) < 0) {
+      if (errno == EINTR) continue;
+      ::_exit(1);
+    }
+    for (int k = 0; k < count; ++k) {
+      if ((fds[k].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      const int i = map[k];
+      const ssize_t n = ::read(sources[i], buffer, sizeof buffer);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      bool keep_source = n > 0;
+      if (n > 0 && targets[i] >= 0) {
+        const char* data = buffer;
+        std::size_t left = static_cast<std::size_t>(n);
+        while (left > 0) {
+          const ssize_t w = ::write(targets[i], data, left);
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) {
+            // Our reader is gone too (EPIPE): CMD learns it as it would without genscope.
+            keep_source = errno != EPIPE;
+            break;
+          }
+          data += w;
+          left -= static_cast<std::size_t>(w);
+        }
+      }
+      if (!keep_source) {
+        ::close(sources[i]);
+        sources[i] = -1;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void ChildProcess::Impl::start_guardian() {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return;  // no guardian: CMD would get EPIPE if genscope is killed
+  detail::Fd read_end(p[0]), write_end(p[1]);
+  const pid_t pid = ::fork();
+  if (pid < 0) return;
+  if (pid == 0) {
+    // Async-signal-safe calls only from here on.
+    ::close(write_end.get());
+    ::close(out_write.get());
+    ::close(err_write.get());
+    if (events_write.ok()) ::close(events_write.get());
+    guardian_main(read_end.get(), out_read.get(), err_read.get(),
+                  events_read.ok() ? events_read.get() : -1);
+  }
+  guardian_pid = pid;
+  lifeline = std::move(write_end);
+}
+
+void ChildProcess::Impl::release_guardian() noexcept {
+  if (!lifeline.ok()) return;
+  (void)!::write(lifeline.get(), "x", 1);
+  lifeline.reset();
+}
+
 ChildProcess::ChildProcess(ChildOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.options = std::move(options);
@@ -227,11 +346,18 @@ ChildProcess::ChildProcess(ChildOptions options) : impl_(std::make_unique<Impl>(
   struct sigaction ignore{};
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ignore, &m.old_pipe);
+  if (m.options.guardian) m.start_guardian();
   if (m.options.adopt_orphans) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 }
 
 ChildProcess::~ChildProcess() {
   Impl& m = *impl_;
+  m.release_guardian();
+  if (m.guardian_pid > 0) {  // reaped here when run() did not (it was not called, or failed)
+    int status = 0;
+    while (::waitpid(m.guardian_pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
   if (m.mask_saved) {
     m.signals.reset();
     // Drop what is still pending (e.g. a SIGINT forwarded at the very end) before the
@@ -444,6 +570,7 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
           ::dup2(null, 1);
           ::close(null);
         }
+        if (m.lifeline.ok()) (void)!::write(m.lifeline.get(), "1", 1);  // its copy too
       }
       return false;
     }
@@ -462,7 +589,9 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
     }
     if (broken) {
       // Our reader went away (EPIPE): close CMD's pipe so that CMD learns it on its next
-      // write (SIGPIPE/EPIPE), as it would without genscope in between.
+      // write (SIGPIPE/EPIPE), as it would without genscope in between (the guardian's copy
+      // of it too).
+      if (m.lifeline.ok()) (void)!::write(m.lifeline.get(), stream == 1 ? "o" : "e", 1);
       source.reset();
       m.call(observer, [&] { observer.output(stream, bytes, now); });
       return false;
@@ -477,9 +606,14 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
       rusage u{};
       const pid_t who = ::wait4(-1, &st, WNOHANG, &u);
       if (who <= 0) return;
+      if (who == m.guardian_pid) {  // ours, not CMD's
+        m.guardian_pid = -1;
+        continue;
+      }
       const double maxrss = static_cast<double>(u.ru_maxrss) * 1024.0;
       m.call(observer, [&] { observer.reaped(who, st, maxrss); });
       if (who == m.pid) {
+        m.release_guardian();  // from here on a killed genscope leaves only descendants behind
         status = st;
         exited = true;
         last_data_ns = Step::now_ns();

@@ -233,6 +233,14 @@ if [ -n "$own" ] && [ -n "$root" ] && [ -w "$root$own" ]; then
 else
   echo "note: no writable memory cgroup: stale cgroups not tested"
 fi
+# kill -9 of genscope: CMD runs to its end (the guardian passes its output on), no SIGPIPE.
+"$g" run --quiet -- sh -c 'sleep 1; for i in 1 2 3 4 5; do echo line $i; sleep 0.1; done; echo done > killed.marker' \
+  > killed.out 2>/dev/null & gpid=$!
+sleep 0.5
+kill -9 $gpid
+for i in $(seq 100); do [ -e killed.marker ] && break; sleep 0.1; done
+[ -e killed.marker ] || fail "kill -9 of genscope: CMD did not reach its end (SIGPIPE?)"
+[ "$(grep -c '^line' killed.out)" -eq 5 ] || fail "kill -9 of genscope: CMD's output lost: $(cat killed.out)"
 mkfifo log.fifo
 sleep 30 & victim=$!
 timeout 20 "$g" watch --pid $victim --log log.fifo --quiet 2> fifo.err & w=$!
