@@ -3,7 +3,9 @@
 // bytes) and returns; one thread of its own calls the wrapped observer (a WatchSession feed) in
 // the same order. So the program's output never waits for line matching: when the analysis
 // cannot keep up and the queue holds `capacity_bytes`, further output is passed through but
-// not analysed, and counted (dropped_bytes()). The delivery thread runs at nice 10: where
+// not analysed, and counted (dropped_bytes()). Event lines are never dropped: past twice the
+// capacity event_line() waits until the analysis made room (back-pressure on the event
+// channel's writer). The delivery thread runs at nice 10: where
 // the program, the pass-through and the analysis compete for a core, the analysis yields.
 //
 // Example:
@@ -14,6 +16,7 @@
 //   session.program_exited(status, now);
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -39,10 +42,16 @@ class BufferedObserver final : public ChildObserver {
   void signal_forwarded(int signal) override;
   void tick(std::int64_t steady_ns) override;
 
-  /// Delivers everything queued, then ends the thread (idempotent).
-  void finish();
-  /// Output bytes that were passed through but not analysed (the queue was full).
+  /// Delivers everything queued, then ends the thread (idempotent). With a `budget`, output
+  /// and event lines still queued when it has run out are counted (dropped_bytes(),
+  /// dropped_event_lines()) instead of analysed, so this returns within about the budget
+  /// plus one line's analysis.
+  void finish(std::chrono::milliseconds budget = std::chrono::milliseconds::max());
+  /// Output bytes that were passed through but not analysed (the queue was full, or
+  /// finish()'s budget ran out).
   std::uint64_t dropped_bytes() const noexcept;
+  /// Event lines not analysed because finish()'s budget ran out.
+  std::uint64_t dropped_event_lines() const noexcept;
   /// What the inner observer threw, if it did (it is not called again after that).
   std::string inner_error() const;
 

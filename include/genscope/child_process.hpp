@@ -33,6 +33,10 @@ struct ChildOptions {
   bool event_channel = true;      ///< Create the GENSCOPE_EVENTS_FD pipe.
   std::filesystem::path cgroup;   ///< A cgroup directory the program joins before exec.
   bool adopt_orphans = true;      ///< Become the child subreaper (descendants stay ours).
+  /// Start a guardian process that takes CMD's output over if this process is killed
+  /// (SIGKILL, a crash), so that CMD runs to its end instead of dying of SIGPIPE at its next
+  /// write (docs/reliability.md, "When genscope itself is killed").
+  bool guardian = true;
   /// When the program's stdout ends (it and every descendant closed it), point this
   /// process's stdout at /dev/null, so a reader of it (`| tee log`) sees the end then, not
   /// when genscope exits. For callers that write nothing to stdout themselves.
@@ -50,7 +54,9 @@ class ChildObserver {
   virtual ~ChildObserver() = default;
   /// Bytes the program wrote on stream 1 (stdout) or 2 (stderr), after they were passed on.
   virtual void output(int /*stream*/, std::string_view /*bytes*/, std::int64_t /*steady_ns*/) {}
-  /// One line of the event channel, without its '\n' (lines over 1 MiB are cut there).
+  /// One line of the event channel, without its '\n'. A line over the limit (16 MiB,
+  /// watch::kMaxEventLineBytes) arrives cut one byte past it, so that it reads as too long;
+  /// the rest of it is skipped.
   virtual void event_line(std::string_view /*line*/, std::int64_t /*steady_ns*/) {}
   /// A child process was reaped (the program, or an adopted orphan) with its wait status and
   /// wait4's ru_maxrss in bytes.
@@ -86,6 +92,11 @@ class ChildProcess {
   int run(ChildObserver& observer, std::chrono::milliseconds tick_interval = std::chrono::milliseconds(100));
   /// Why the observer stopped being called (it threw); empty when it never did.
   const std::string& observer_error() const noexcept;
+  /// What went wrong passing output on: one line per stream of this process that could not
+  /// be written (EBADF: started with it closed; ENOSPC, EIO) — that stream's output was still
+  /// read and shown to the observer. A reader that went away (EPIPE) is not listed: CMD's
+  /// pipe is closed then, so that CMD learns it as it would without genscope.
+  const std::vector<std::string>& pass_through_notes() const noexcept;
   /// The exit code a wrapper returns: the exit status, or 128 + N when killed by signal N.
   static int exit_code(int wait_status) noexcept;
 

@@ -52,7 +52,9 @@ class HistoryStore {
  public:
   /// Opens or creates the database and migrates it. Throws genscope::Error:
   /// "NotAHistoryDatabase" (foreign file: nothing written), "HistoryCorrupt",
-  /// "HistoryTooNew" (schema from a newer genscope), "HistoryOpenFailed".
+  /// "HistoryTooNew" (schema from a newer genscope), "HistoryOpenFailed". An existing
+  /// database this user cannot write (read-only file, folder or mount) is opened read-only:
+  /// readable; insert() and prune() throw "HistoryReadOnly" (so does an old schema there).
   explicit HistoryStore(const std::filesystem::path& path);
   /// Opens and migrates only up to `version` (tests of migrations).
   HistoryStore(const std::filesystem::path& path, int version);

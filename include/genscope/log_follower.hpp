@@ -1,7 +1,8 @@
 // LogFollower: follows a growing log file like `tail -F` (genscope watch --log FILE): new
 // bytes as they are appended, a truncated file (copytruncate rotation) read again from its
 // start, a renamed/replaced file (create rotation) finished and the new one at the path
-// followed from its start.
+// followed from its start. A FIFO (named pipe) is read as it comes, without blocking: its
+// opening does not wait for a writer, and a poll() with no writer or no data returns at once.
 //
 // Example:
 //   genscope::LogFollower log("/var/log/comfyui.log");  // ReadFailed when unreadable
@@ -44,6 +45,7 @@ class LogFollower {
  private:
   std::filesystem::path path_;
   int fd_ = -1;
+  bool fifo_ = false;  // a named pipe: read(), no offsets, no rotation
   std::uint64_t offset_ = 0;
   dev_t device_ = 0;
   ino_t inode_ = 0;

@@ -5,7 +5,8 @@
 // /proc/self/mountinfo); the program joins it before exec (ChildOptions::cgroup). The
 // destructor moves any process still in it to the parent cgroup and removes it. Creating one
 // needs write access to the parent cgroup (root, or a delegated subtree); where that is not
-// possible the constructor throws and the caller falls back to per-process figures.
+// possible the constructor throws and the caller falls back to per-process figures. The
+// constructor first removes the cgroups of genscope processes that are gone (kill -9).
 // What the figures include: docs/run.md ("Memory of the process tree").
 #pragma once
 
@@ -22,7 +23,7 @@ class MemoryCgroup {
   /// not delegated, permission denied, ...).
   MemoryCgroup();
   ~MemoryCgroup();
-  MemoryCgroup(MemoryCgroup&& other) noexcept;
+  MemoryCgroup(MemoryCgroup&& other) noexcept;  // (stale_removed() is not moved)
   MemoryCgroup& operator=(MemoryCgroup&& other) noexcept;
   MemoryCgroup(const MemoryCgroup&) = delete;
   MemoryCgroup& operator=(const MemoryCgroup&) = delete;
@@ -31,6 +32,9 @@ class MemoryCgroup {
   const std::filesystem::path& path() const noexcept { return path_; }
   /// 1 (cgroup v1 memory controller) or 2 (unified hierarchy).
   int version() const noexcept { return version_; }
+  /// How many stale cgroups the constructor removed: `genscope-<pid>-<n>` next to the new
+  /// one whose genscope no longer exists (it was killed with SIGKILL and could not clean up).
+  int stale_removed() const noexcept { return stale_removed_; }
   /// Removes the cgroup now (moving leftover processes to the parent first); idempotent.
   /// Returns an empty string or why it could not be removed.
   std::string remove() noexcept;
@@ -39,6 +43,7 @@ class MemoryCgroup {
   std::filesystem::path path_;
   std::filesystem::path parent_;
   int version_ = 0;
+  int stale_removed_ = 0;
 };
 
 }  // namespace genscope

@@ -171,7 +171,8 @@ class Monitor {
   /// Adds a live-event sink (genscope/sink.hpp). Takes effect for runs started afterwards.
   void add_sink(std::shared_ptr<Sink> sink);
   /// Starts a run. One run at a time per monitor: starting a second while one is active
-  /// throws genscope::Error("RunActive").
+  /// throws genscope::Error("RunActive"). Atomic: of threads calling it at once, exactly one
+  /// gets the run, the others RunActive.
   ActiveRun start_run(RunOptions options = {});
   /// Runtime switch: when off, new runs and steps are no-ops.
   void set_enabled(bool enabled) noexcept;

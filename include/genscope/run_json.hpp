@@ -2,6 +2,7 @@
 // Field by field documentation: docs/run-schema.md.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
@@ -55,8 +56,12 @@ std::vector<std::filesystem::path> run_file_fallback_dirs();
 RunFileOutcome write_run_file_or_fallback(const Run& run, const std::filesystem::path& path,
                                           std::ostream* last_resort = nullptr);
 
+/// The largest run document read_run_file() reads (256 MiB; parsed, it takes several times that).
+inline constexpr std::uintmax_t kMaxRunDocumentBytes = std::uintmax_t{256} << 20;
+
 /// Reads a run document. Throws genscope::Error ("ReadFailed", "InvalidJson",
-/// "InvalidRunDocument", "UnsupportedSchema").
+/// "InvalidRunDocument", "UnsupportedSchema", "RunDocumentTooLarge": over
+/// kMaxRunDocumentBytes, or not enough memory to parse it).
 Run read_run_file(const std::filesystem::path& path);
 
 /// Writes `content` to `path` atomically: temporary file in the same folder, fsync, rename.

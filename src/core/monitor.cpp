@@ -98,6 +98,9 @@ ActiveRun Monitor::start_run(RunOptions options) {
                                      active->run.id + "); finish it first");
       }
     }
+    if (state_->run_starting)
+      throw Error("RunActive", "a run is being started on this monitor by another thread");
+    state_->run_starting = true;
     slots = state_->probes;
     if (!state_->sink_list.empty() || state_->dispatcher != nullptr) {
       if (state_->dispatcher == nullptr) {
@@ -110,6 +113,16 @@ ActiveRun Monitor::start_run(RunOptions options) {
     }
   }
 
+  // Until the run is published (or this start fails), others see a run being started.
+  struct StartingGuard {
+    detail::MonitorState& monitor;
+    bool published = false;
+    ~StartingGuard() {
+      if (published) return;
+      std::lock_guard lock(monitor.mutex);
+      monitor.run_starting = false;
+    }
+  } starting{*state_};
   std::vector<std::pair<std::string, std::string>> open_errors;
   std::vector<detail::RunProbe> probes;
   std::vector<MetricInfo> columns;
@@ -182,6 +195,8 @@ ActiveRun Monitor::start_run(RunOptions options) {
   {
     std::lock_guard lock(state_->mutex);
     state_->active_run = run;
+    state_->run_starting = false;
+    starting.published = true;
   }
   if (state_->options.sampler) state_->start_sampler(run);
   return ActiveRun(run);

@@ -17,11 +17,26 @@ std::int64_t steady_now_ns() noexcept {
 
 void RunState::add_error_locked(std::string_view source, std::string_view message,
                                 std::string step) {
-  auto key = std::make_pair(std::string(source), std::string(message));
-  if (error_counts[key]++ > 0) return;
+  // Bounded whatever the input (10 M distinct malformed event lines): each message is cut at
+  // kMaxErrorMessageBytes, each source keeps its first kMaxDistinctErrors distinct messages,
+  // and every further distinct one is only counted, under one message.
+  std::string text(message.substr(0, kMaxErrorMessageBytes));
+  if (message.size() > kMaxErrorMessageBytes) text += "... (" + std::to_string(message.size()) + " bytes)";
+  auto key = std::make_pair(std::string(source), std::move(text));
+  if (auto it = error_counts.find(key); it != error_counts.end()) {
+    ++it->second;
+    return;
+  }
+  if (++distinct_errors[key.first] > kMaxDistinctErrors) {
+    key.second = "further distinct errors (beyond the first " + std::to_string(kMaxDistinctErrors) +
+                 " of this source) are counted here, not kept";
+    if (error_counts[key]++ > 0) return;
+  } else {
+    error_counts[key] = 1;
+  }
   MonitoringError e;
-  e.source = std::string(source);
-  e.message = std::string(message);
+  e.source = key.first;
+  e.message = key.second;
   e.offset_ns = steady_now_ns() - start_steady_ns;
   e.step = std::move(step);
   if (wants(Sink::kErrorEvents)) sinks->post(ErrorEvent{e});

@@ -82,6 +82,9 @@ struct RunState {
   std::vector<StepState*> open_steps;
   std::map<std::thread::id, int> thread_numbers;
   std::map<std::pair<std::string, std::string>, int> error_counts;
+  std::map<std::string, std::size_t> distinct_errors;  // per source (add_error_locked's bound)
+  static constexpr std::size_t kMaxDistinctErrors = 20;
+  static constexpr std::size_t kMaxErrorMessageBytes = 512;
   std::atomic<int> open_count{0};
   bool finished = false;
   // Live events: the monitor's dispatcher and the event groups its sinks want (fixed for the
@@ -136,6 +139,8 @@ struct MonitorState {
   std::mutex mutex;  // guards probes, active_run, sampler control
   std::vector<std::shared_ptr<ProbeSlot>> probes;
   std::weak_ptr<RunState> active_run;
+  // A start_run() between its check and publishing its run: a second one fails meanwhile.
+  bool run_starting = false;
   std::vector<std::shared_ptr<Sink>> sink_list;  // registered sinks (options + add_sink)
   std::shared_ptr<SinkDispatcher> dispatcher;    // created with the first run that has sinks
   UsageTracker usage;  // across the runs this monitor finished

@@ -7,6 +7,7 @@
 //     (a delegated subtree), which the constructor checks.
 #include "genscope/memory_cgroup.hpp"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,6 +59,46 @@ bool file_exists(const std::filesystem::path& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+// Moves the processes left in `dir` to `parent` and removes `dir`; true when it is gone.
+bool empty_and_remove(const std::filesystem::path& dir, const std::filesystem::path& parent) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const std::string procs = read_text(dir / "cgroup.procs");
+    bool any = false;
+    detail::for_each_pid(procs, [&](int pid) {
+      any = true;
+      std::ofstream(parent / "cgroup.procs") << pid << '\n';
+    });
+    if (::rmdir(dir.c_str()) == 0) return true;
+    if (errno != EBUSY) return false;
+    // A process that just exited can keep the cgroup busy for a moment.
+    std::this_thread::sleep_for(std::chrono::milliseconds(any ? 2 : 10));
+  }
+  return false;
+}
+
+// The cgroups `genscope-<pid>-<n>` below `parent` whose genscope is gone (killed with -9, or
+// the machine lost power): removed, their processes moved to `parent`. Returns how many.
+int remove_stale(const std::filesystem::path& parent) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(parent, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("genscope-", 0) != 0) continue;
+    const std::size_t dash = name.find('-', 9);
+    if (dash == std::string::npos) continue;
+    int pid = 0;
+    try {
+      pid = std::stoi(name.substr(9, dash - 9));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // its genscope is alive
+    if (empty_and_remove(entry.path(), parent)) ++removed;
+  }
+  return removed;
+}
+
 }  // namespace
 
 MemoryCgroup::MemoryCgroup() {
@@ -77,6 +118,7 @@ MemoryCgroup::MemoryCgroup() {
         continue;
       }
     }
+    stale_removed_ += remove_stale(parent);
     const std::filesystem::path dir = std::filesystem::path(parent) /
                                       ("genscope-" + std::to_string(::getpid()) + "-" +
                                        std::to_string(counter.fetch_add(1)));
@@ -123,22 +165,11 @@ std::string MemoryCgroup::remove() noexcept {
   try {
     // Processes still inside (daemons CMD left behind) go back to the parent cgroup; a
     // process that exits meanwhile makes its write fail harmlessly.
-    for (int attempt = 0; attempt < 50; ++attempt) {
-      const std::string procs = read_text(path_ / "cgroup.procs");
-      bool any = false;
-      detail::for_each_pid(procs, [&](int pid) {
-        any = true;
-        std::ofstream(parent_ / "cgroup.procs") << pid << '\n';
-      });
-      if (::rmdir(path_.c_str()) == 0) {
-        path_.clear();
-        return {};
-      }
-      error = "cannot remove " + path_.string() + ": " + detail::errno_text(errno);
-      if (errno != EBUSY) break;
-      // A process that just exited can keep the cgroup busy for a moment.
-      std::this_thread::sleep_for(std::chrono::milliseconds(any ? 2 : 10));
+    if (empty_and_remove(path_, parent_)) {
+      path_.clear();
+      return {};
     }
+    error = "cannot remove " + path_.string() + ": " + detail::errno_text(errno);
   } catch (const std::exception& e) {
     error = e.what();
   }

@@ -1,13 +1,16 @@
 // BufferedObserver: a bounded queue of observer events and one delivery thread.
 //
-// Output chunks count against the capacity and are dropped (counted) when it is full; event
-// lines, reaped processes and forwarded signals are few and always kept (their bytes are
-// bounded by twice the capacity); ticks are only queued when nothing else waits.
+// Output chunks count against the capacity and are dropped (counted) when it is full. Event
+// lines are never dropped: past twice the capacity the caller (the pass-through loop) waits
+// until the analysis made room, so the event pipe is not read meanwhile and its writer
+// waits too (back-pressure). Reaped processes and forwarded signals are few and always
+// kept; ticks are only queued when nothing else waits.
 #include "genscope/buffered_observer.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -35,9 +38,15 @@ struct BufferedObserver::State {
   std::size_t capacity = 0;
   std::mutex mutex;
   std::condition_variable cv;
+  std::condition_variable room;  // an event line waits here for the queue to shrink
+  int waiting_for_room = 0;
   std::deque<Event> queue;
   std::size_t queued_bytes = 0;
   std::uint64_t dropped = 0;
+  std::uint64_t dropped_event_lines = 0;  // not analysed: finish()'s budget ran out
+  // After finish(budget): output and event lines still queued past this time are counted,
+  // not analysed, so that the caller returns within the budget.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   bool stop = false;
   std::string error;
   std::thread thread;
@@ -57,10 +66,17 @@ struct BufferedObserver::State {
 
   void push(Event event, std::string_view bytes, bool droppable) {
     {
-      std::lock_guard lock(mutex);
+      std::unique_lock lock(mutex);
       if (stop) return;
       const std::size_t limit = droppable ? capacity : 2 * capacity;
-      if (queued_bytes + bytes.size() > limit) {
+      if (event.kind == Kind::kEventLine) {
+        // Back-pressure: wait for room (an empty queue always takes the line).
+        ++waiting_for_room;
+        room.wait(lock, [&] { return stop || queue.empty() || queued_bytes + bytes.size() <= limit; });
+        --waiting_for_room;
+        if (stop) return;
+      }
+      if (queued_bytes + bytes.size() > limit && event.kind != Kind::kEventLine) {
         if (event.kind == Kind::kOutput) dropped += bytes.size();
         return;
       }
@@ -103,7 +119,14 @@ struct BufferedObserver::State {
       Event e = std::move(queue.front());
       queue.pop_front();
       queued_bytes -= e.bytes.size();
-      const bool failed = !error.empty();
+      if (waiting_for_room > 0) room.notify_all();
+      bool failed = !error.empty();
+      if (stop && (e.kind == Kind::kOutput || e.kind == Kind::kEventLine) &&
+          std::chrono::steady_clock::now() > deadline) {
+        if (e.kind == Kind::kOutput) dropped += e.bytes.size();
+        if (e.kind == Kind::kEventLine) ++dropped_event_lines;
+        failed = true;  // skipped
+      }
       lock.unlock();
       if (!failed) {
         try {
@@ -151,19 +174,27 @@ void BufferedObserver::tick(std::int64_t steady_ns) {
   state_->push({State::Kind::kTick, 0, 0, 0, steady_ns, {}}, {}, true);
 }
 
-void BufferedObserver::finish() {
+void BufferedObserver::finish(std::chrono::milliseconds budget) {
   {
     std::lock_guard lock(state_->mutex);
     if (state_->stop && !state_->thread.joinable()) return;
     state_->stop = true;
+    if (budget != std::chrono::milliseconds::max())
+      state_->deadline = std::chrono::steady_clock::now() + budget;
   }
   state_->cv.notify_all();
+  state_->room.notify_all();
   if (state_->thread.joinable()) state_->thread.join();
 }
 
 std::uint64_t BufferedObserver::dropped_bytes() const noexcept {
   std::lock_guard lock(state_->mutex);
   return state_->dropped;
+}
+
+std::uint64_t BufferedObserver::dropped_event_lines() const noexcept {
+  std::lock_guard lock(state_->mutex);
+  return state_->dropped_event_lines;
 }
 
 std::string BufferedObserver::inner_error() const {

@@ -21,10 +21,12 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +35,8 @@
 #include "genscope/error.hpp"
 #include "genscope/step.hpp"
 #include "process/fd.hpp"
+#include "sinks/event_channel_id.hpp"
+#include "watch/event_codec.hpp"
 
 extern char** environ;
 
@@ -41,7 +45,9 @@ namespace {
 
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
 constexpr std::size_t kChunk = 256 * 1024;
-constexpr std::size_t kMaxEventLine = 1 << 20;
+// An event line's limit (docs/run.md): a longer one is delivered cut one byte past it (so
+// that it is reported as too long), and the rest of it, up to its '\n', is skipped.
+constexpr std::size_t kMaxEventLine = watch::kMaxEventLineBytes;
 
 [[noreturn]] void spawn_failed(const std::string& what) {
   throw Error("SpawnFailed", what + ": " + std::strerror(errno));
@@ -114,6 +120,9 @@ struct ChildProcess::Impl {
   // Our ends and the program's ends of its stdout/stderr and of the event channel.
   detail::Fd out_read, out_write, err_read, err_write, events_read, events_write;
   detail::Fd signals;  // signalfd
+  detail::Fd lifeline;  // write end; the guardian takes CMD's output over when it closes unsaid
+  pid_t guardian_pid = -1;
+  void release_guardian() noexcept;  // CMD exited: the guardian exits
   sigset_t old_mask{};
   struct sigaction old_pipe{};
   bool mask_saved = false;
@@ -122,7 +131,18 @@ struct ChildProcess::Impl {
   std::string observer_error;
   std::vector<char> buffer = std::vector<char>(kChunk);
 
+  // A stream of ours that cannot be written (other than a reader gone: EPIPE): CMD's output
+  // on it is still read and analysed, no longer passed on; said once in pass_through_notes.
+  bool stream_dropped[3] = {false, false, false};
+  std::vector<std::string> notes;
+  void drop_stream(int stream, int error) {
+    stream_dropped[stream] = true;
+    notes.push_back(std::string("genscope's ") + (stream == 1 ? "stdout" : "stderr") +
+                    " cannot be written (" + std::strerror(error) +
+                    "): CMD's output on it is read for steps but no longer passed on");
+  }
   void make_channels();
+  void start_guardian();
   void make_pty(detail::Fd& master, detail::Fd& slave);
   void copy_window_size();
   void call(ChildObserver& observer, const std::function<void()>& fn);
@@ -195,6 +215,119 @@ void ChildProcess::Impl::call(ChildObserver& observer, const std::function<void(
   }
 }
 
+// The guardian: a child process holding copies of the read ends of CMD's pipes and of
+// genscope's stdout/stderr, and the read end of a lifeline pipe whose write end only genscope
+// holds. Once CMD exited genscope says so on the lifeline ('x'), and the guardian exits (it is
+// reaped like any child, and not reported to the observer). When genscope is killed (SIGKILL, a crash) the lifeline closes unsaid: the guardian
+// then passes CMD's output on as genscope did (and drains the event channel), so CMD runs to
+// its end instead of dying of SIGPIPE at its next write. "1" on the lifeline: genscope released
+// its stdout (CMD's stdout ended), the guardian drops its copies of it; "o"/"e": genscope
+// closed CMD's stdout/stderr pipe (its own reader went away), the guardian closes its copy.
+namespace {
+
+[[noreturn]] void guardian_main(int lifeline, int out, int err, int events) noexcept {
+  const int keep[] = {lifeline, out, err, events};
+  int highest = 2;
+  for (int fd : keep) highest = std::max(highest, fd);
+  for (int fd = 3; fd <= highest; ++fd) {
+    bool needed = false;
+    for (int k : keep) needed = needed || k == fd;
+    if (!needed) ::close(fd);
+  }
+#ifdef SYS_close_range
+  ::syscall(SYS_close_range, highest + 1, ~0U, 0);
+#endif
+  ::prctl(PR_SET_NAME, "genscope-guard", 0, 0, 0);
+  for (;;) {
+    char c;
+    const ssize_t n = ::read(lifeline, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (c == 'x') ::_exit(0);  // genscope ended normally
+    if ((c == '1' || c == 'o') && out >= 0) {  // genscope closed CMD's stdout pipe
+      ::close(out);
+      out = -1;
+    }
+    if (c == 'e' && err >= 0) {  // genscope closed CMD's stderr pipe (its reader went away)
+      ::close(err);
+      err = -1;
+    }
+    if (c == '1') ::close(1);  // genscope released its stdout
+  }
+  // genscope is gone: pass CMD's output on until every writer closed it.
+  int sources[3] = {out, err, events};
+  const int targets[3] = {1, 2, -1};
+  char buffer[65536];
+  for (;;) {
+    pollfd fds[3];
+    int map[3];
+    int count = 0;
+    for (int i = 0; i < 3; ++i) {
+      if (sources[i] < 0) continue;
+      map[count] = i;
+      fds[count++] = {sources[i], POLLIN, 0};
+    }
+    if (count == 0) ::_exit(0);
+    if (::poll(fds, static_cast<nfds_t>(count), -1) < 0) {
+      if (errno == EINTR) continue;
+      ::_exit(1);
+    }
+    for (int k = 0; k < count; ++k) {
+      if ((fds[k].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      const int i = map[k];
+      const ssize_t n = ::read(sources[i], buffer, sizeof buffer);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      bool keep_source = n > 0;
+      if (n > 0 && targets[i] >= 0) {
+        const char* data = buffer;
+        std::size_t left = static_cast<std::size_t>(n);
+        while (left > 0) {
+          const ssize_t w = ::write(targets[i], data, left);
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) {
+            // Our reader is gone too (EPIPE): CMD learns it as it would without genscope.
+            keep_source = errno != EPIPE;
+            break;
+          }
+          data += w;
+          left -= static_cast<std::size_t>(w);
+        }
+      }
+      if (!keep_source) {
+        ::close(sources[i]);
+        sources[i] = -1;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void ChildProcess::Impl::start_guardian() {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return;  // no guardian: CMD would get EPIPE if genscope is killed
+  detail::Fd read_end(p[0]), write_end(p[1]);
+  const pid_t pid = ::fork();
+  if (pid < 0) return;
+  if (pid == 0) {
+    // Async-signal-safe calls only from here on.
+    ::close(write_end.get());
+    ::close(out_write.get());
+    ::close(err_write.get());
+    if (events_write.ok()) ::close(events_write.get());
+    guardian_main(read_end.get(), out_read.get(), err_read.get(),
+                  events_read.ok() ? events_read.get() : -1);
+  }
+  guardian_pid = pid;
+  lifeline = std::move(write_end);
+}
+
+void ChildProcess::Impl::release_guardian() noexcept {
+  if (!lifeline.ok()) return;
+  (void)!::write(lifeline.get(), "x", 1);
+  lifeline.reset();
+}
+
 ChildProcess::ChildProcess(ChildOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.options = std::move(options);
@@ -213,11 +346,18 @@ ChildProcess::ChildProcess(ChildOptions options) : impl_(std::make_unique<Impl>(
   struct sigaction ignore{};
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ignore, &m.old_pipe);
+  if (m.options.guardian) m.start_guardian();
   if (m.options.adopt_orphans) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 }
 
 ChildProcess::~ChildProcess() {
   Impl& m = *impl_;
+  m.release_guardian();
+  if (m.guardian_pid > 0) {  // reaped here when run() did not (it was not called, or failed)
+    int status = 0;
+    while (::waitpid(m.guardian_pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
   if (m.mask_saved) {
     m.signals.reset();
     // Drop what is still pending (e.g. a SIGINT forwarded at the very end) before the
@@ -274,9 +414,15 @@ void ChildProcess::start() {
   }
   std::vector<std::string> env_storage;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "GENSCOPE_EVENTS_FD=", 19) != 0) env_storage.emplace_back(*e);
+    if (std::strncmp(*e, "GENSCOPE_EVENTS_FD=", 19) != 0 &&
+        std::strncmp(*e, "GENSCOPE_EVENTS_ID=", 19) != 0)
+      env_storage.emplace_back(*e);
   }
-  if (events_fd >= 0) env_storage.push_back("GENSCOPE_EVENTS_FD=" + std::to_string(events_fd));
+  if (events_fd >= 0) {
+    env_storage.push_back("GENSCOPE_EVENTS_FD=" + std::to_string(events_fd));
+    // The pipe's identity: the in-process sink writes only into this very pipe.
+    env_storage.push_back("GENSCOPE_EVENTS_ID=" + detail::event_channel_id(m.events_write.get()));
+  }
   std::vector<char*> envp;
   for (std::string& e : env_storage) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -336,6 +482,9 @@ void ChildProcess::start() {
 int ChildProcess::pid() const noexcept { return impl_->pid; }
 double ChildProcess::spawn_hwm_bytes() const noexcept { return impl_->spawn_hwm; }
 const std::string& ChildProcess::observer_error() const noexcept { return impl_->observer_error; }
+const std::vector<std::string>& ChildProcess::pass_through_notes() const noexcept {
+  return impl_->notes;
+}
 
 int ChildProcess::exit_code(int wait_status) noexcept {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
@@ -352,22 +501,36 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
   std::int64_t next_tick = Step::now_ns() + tick_interval.count() * 1'000'000;
   const std::int64_t quiet_ns = m.options.drain_quiet.count() * 1'000'000;
 
+  bool skipping_event_line = false;  // the rest of a line past the limit, until its '\n'
   auto deliver_events = [&](std::string_view chunk, std::int64_t now, bool eof) {
+    if (skipping_event_line) {
+      const std::size_t nl = chunk.find('\n');
+      if (nl == std::string_view::npos) return;
+      chunk.remove_prefix(nl + 1);
+      skipping_event_line = false;
+    }
     m.event_buffer.append(chunk);
     std::size_t start = 0;
     for (;;) {
       const std::size_t nl = m.event_buffer.find('\n', start);
       if (nl == std::string::npos) break;
       const std::string_view line(m.event_buffer.data() + start, nl - start);
-      m.call(observer, [&] { observer.event_line(line, now); });
+      if (line.size() <= kMaxEventLine + 1) {
+        m.call(observer, [&] { observer.event_line(line, now); });
+      } else {  // over the limit: cut one byte past it, reported as too long
+        m.call(observer, [&] { observer.event_line(line.substr(0, kMaxEventLine + 1), now); });
+      }
       start = nl + 1;
     }
     m.event_buffer.erase(0, start);
-    if (m.event_buffer.size() >= kMaxEventLine || (eof && !m.event_buffer.empty())) {
+    if (m.event_buffer.size() > kMaxEventLine || (eof && !m.event_buffer.empty())) {
+      const bool too_long = m.event_buffer.size() > kMaxEventLine;
       const std::string_view line(m.event_buffer.data(),
-                                  std::min(m.event_buffer.size(), kMaxEventLine));
+                                  std::min(m.event_buffer.size(), kMaxEventLine + 1));
       m.call(observer, [&] { observer.event_line(line, now); });
       m.event_buffer.clear();
+      m.event_buffer.shrink_to_fit();
+      skipping_event_line = too_long && !eof;
     }
   };
 
@@ -380,14 +543,16 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
     bool& broken = stream == 1 ? m.stdout_broken : m.stderr_broken;
     bool passed = false;  // the bytes read below are already on our stream
     std::size_t want = m.buffer.size();
-    if (stream != 0 && tee_to[stream] && !broken) {
+    if (stream != 0 && tee_to[stream] && !broken && !m.stream_dropped[stream]) {
       const TeeResult t = tee_some(source.get(), stream, want);
       if (t.failed == EINVAL) {
         tee_to[stream] = false;  // not a pipe after all: copy
       } else if (t.failed == EPIPE) {
         broken = true;  // our reader went away: handled as a failed write below
+      } else if (t.failed == EINTR) {
+        return true;  // poll again
       } else if (t.failed != 0) {
-        return true;  // EINTR: poll again
+        m.drop_stream(stream, t.failed);  // EBADF (a closed stdout), EIO...: read, not passed on
       } else if (t.bytes > 0) {
         passed = true;
         want = t.bytes;
@@ -405,6 +570,7 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
           ::dup2(null, 1);
           ::close(null);
         }
+        if (m.lifeline.ok()) (void)!::write(m.lifeline.get(), "1", 1);  // its copy too
       }
       return false;
     }
@@ -414,10 +580,18 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
       deliver_events(bytes, now, false);
       return true;
     }
-    if (broken || (!passed && !write_all(stream, bytes.data(), bytes.size()))) {
+    if (!passed && !broken && !m.stream_dropped[stream] &&
+        !write_all(stream, bytes.data(), bytes.size())) {
+      if (errno == EPIPE)
+        broken = true;
+      else
+        m.drop_stream(stream, errno);  // EBADF (a closed stdout), ENOSPC, EIO...
+    }
+    if (broken) {
       // Our reader went away (EPIPE): close CMD's pipe so that CMD learns it on its next
-      // write (SIGPIPE/EPIPE), as it would without genscope in between.
-      broken = true;
+      // write (SIGPIPE/EPIPE), as it would without genscope in between (the guardian's copy
+      // of it too).
+      if (m.lifeline.ok()) (void)!::write(m.lifeline.get(), stream == 1 ? "o" : "e", 1);
       source.reset();
       m.call(observer, [&] { observer.output(stream, bytes, now); });
       return false;
@@ -432,9 +606,14 @@ int ChildProcess::run(ChildObserver& observer, std::chrono::milliseconds tick_in
       rusage u{};
       const pid_t who = ::wait4(-1, &st, WNOHANG, &u);
       if (who <= 0) return;
+      if (who == m.guardian_pid) {  // ours, not CMD's
+        m.guardian_pid = -1;
+        continue;
+      }
       const double maxrss = static_cast<double>(u.ru_maxrss) * 1024.0;
       m.call(observer, [&] { observer.reaped(who, st, maxrss); });
       if (who == m.pid) {
+        m.release_guardian();  // from here on a killed genscope leaves only descendants behind
         status = st;
         exited = true;
         last_data_ns = Step::now_ns();

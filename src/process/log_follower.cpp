@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -18,7 +19,8 @@
 namespace genscope {
 
 LogFollower::LogFollower(std::filesystem::path path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (genscope watch would hang at start).
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat st {};
   if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
     const std::string why = std::strerror(errno);
@@ -29,7 +31,8 @@ LogFollower::LogFollower(std::filesystem::path path) : path_(std::move(path)) {
     ::close(fd_);
     throw Error("ReadFailed", "cannot read log file " + path_.string() + ": Is a directory");
   }
-  offset_ = static_cast<std::uint64_t>(st.st_size);
+  fifo_ = S_ISFIFO(st.st_mode);
+  offset_ = fifo_ ? 0 : static_cast<std::uint64_t>(st.st_size);
   device_ = st.st_dev;
   inode_ = st.st_ino;
 }
@@ -40,6 +43,19 @@ LogFollower::~LogFollower() {
 
 LogPoll LogFollower::poll(std::string& out, std::size_t max_bytes) {
   LogPoll result;
+  if (fifo_) {  // what is there now; 0 (no writer) and EAGAIN (no data) both end the poll
+    while (result.bytes < max_bytes) {
+      const std::size_t want = std::min<std::size_t>(max_bytes - result.bytes, 1 << 16);
+      const std::size_t old = out.size();
+      out.resize(old + want);
+      const ssize_t n = ::read(fd_, out.data() + old, want);
+      out.resize(old + static_cast<std::size_t>(n > 0 ? n : 0));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      result.bytes += static_cast<std::size_t>(n);
+    }
+    return result;
+  }
   auto read_available = [&] {
     struct stat st {};
     if (::fstat(fd_, &st) != 0) return;

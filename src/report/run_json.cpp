@@ -3,7 +3,6 @@
 
 #include <cmath>
 #include <fstream>
-#include <sstream>
 
 #include "genscope/error.hpp"
 #include "report/run_document_text.hpp"
@@ -471,13 +470,41 @@ void write_run_file(const Run& run, const std::filesystem::path& path) {
 Run read_run_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("ReadFailed", "cannot open run document " + path.string());
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  json j = json::parse(buffer.str(), nullptr, false);
-  if (j.is_discarded()) {
-    throw Error("InvalidJson", path.string() + " is not valid JSON");
+  // Bounded memory: the parsed document takes several times its size, so a file past the
+  // limit is refused by name before anything is read (genscope's own documents stay far
+  // below it: series and bars are bounded), and running out of memory anyway is that error
+  // too, never an abort.
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxRunDocumentBytes)
+    throw Error("RunDocumentTooLarge", path.string() + " is " + std::to_string(size >> 20) +
+                                           " MiB; run documents over " +
+                                           std::to_string(kMaxRunDocumentBytes >> 20) +
+                                           " MiB are not read");
+  try {
+    std::string text;
+    if (!ec) {
+      text.resize(static_cast<std::size_t>(size));
+      in.read(text.data(), static_cast<std::streamsize>(size));
+      text.resize(static_cast<std::size_t>(in.gcount()));
+    } else {  // not a regular file (a pipe): read it whole, within the limit
+      char buf[65536];
+      while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+        text.append(buf, static_cast<std::size_t>(in.gcount()));
+        if (text.size() > kMaxRunDocumentBytes)
+          throw Error("RunDocumentTooLarge", path.string() + ": run documents over " +
+                                                 std::to_string(kMaxRunDocumentBytes >> 20) +
+                                                 " MiB are not read");
+      }
+    }
+    json j = json::parse(text, nullptr, false);
+    std::string().swap(text);
+    if (j.is_discarded()) throw Error("InvalidJson", path.string() + " is not valid JSON");
+    return run_from_json(j);
+  } catch (const std::bad_alloc&) {
+    throw Error("RunDocumentTooLarge",
+                path.string() + ": not enough memory to read this run document");
   }
-  return run_from_json(j);
 }
 
 }  // namespace genscope

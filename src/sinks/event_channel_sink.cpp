@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "core/utc_time.hpp"
+#include "sinks/event_channel_id.hpp"
 #include "genscope/error.hpp"
 #include "genscope/step.hpp"
 #include "watch/event_codec.hpp"
@@ -62,7 +63,8 @@ class NoSigpipe {
 
 }  // namespace
 
-EventChannelSink::EventChannelSink(const std::string& fd_text) : pid_(static_cast<int>(::getpid())) {
+EventChannelSink::EventChannelSink(const std::string& fd_text, const std::string& id_text)
+    : pid_(static_cast<int>(::getpid())) {
   // Several monitors of one process each forward: refs must not meet.
   static std::atomic<int> next_sink{1};
   sink_number_ = next_sink.fetch_add(1);
@@ -78,20 +80,32 @@ EventChannelSink::EventChannelSink(const std::string& fd_text) : pid_(static_cas
                    std::strerror(errno) + "); nothing is forwarded";
     return;
   }
+  // Nothing is written into a descriptor that is not the pipe genscope made for us: a stale
+  // variable (its number now a file of ours) or one without genscope's identity is ignored.
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+    setup_error_ = "GENSCOPE_EVENTS_FD=" + fd_text +
+                   " is not a pipe (a stale variable?); nothing is written into it";
+    return;
+  }
+  if (id_text.empty()) {
+    setup_error_ = "GENSCOPE_EVENTS_FD=" + fd_text +
+                   " without GENSCOPE_EVENTS_ID (not set by genscope run); nothing is written into it";
+    return;
+  }
+  if (event_channel_id(fd) != id_text) {
+    setup_error_ = "GENSCOPE_EVENTS_FD=" + fd_text + " is not genscope's event channel (GENSCOPE_EVENTS_ID=" +
+                   id_text + " names another pipe; a stale variable?); nothing is written into it";
+    return;
+  }
   if ((flags & O_ACCMODE) == O_RDONLY) {
     setup_error_ = "GENSCOPE_EVENTS_FD=" + fd_text + " is open for reading only; nothing is forwarded";
     return;
   }
-  struct stat st {};
-  socket_ = ::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
-  if (!socket_) {
-    // Our own open file description of the same pipe: O_NONBLOCK here leaves the one that
-    // this process's children or a shell share untouched.
-    const std::string path = "/proc/self/fd/" + std::to_string(fd);
-    fd_ = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    reopened_ = fd_ >= 0;
-  }
-  if (fd_ < 0) fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  socket_ = S_ISSOCK(st.st_mode);
+  // Our own descriptor of the same pipe (never reopened by path): writes of at most PIPE_BUF
+  // after POLLOUT, so they cannot block whatever the description's O_NONBLOCK.
+  fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
   if (fd_ < 0) setup_error_ = "GENSCOPE_EVENTS_FD=" + fd_text + ": " + std::strerror(errno);
 }
 
@@ -115,10 +129,9 @@ void EventChannelSink::write_line(std::string line) {
   const int budget_ms = stalled_ ? 0 : kWaitMs;
   while (done < line.size()) {
     std::size_t chunk = line.size() - done;
-    // Without our own non-blocking description, write at most PIPE_BUF after POLLOUT (which
-    // promises that much room), so the write cannot block.
-    if (!reopened_ && !socket_) chunk = std::min<std::size_t>(chunk, PIPE_BUF);
-    if (!reopened_ && !socket_) {
+    // At most PIPE_BUF after POLLOUT (which promises that much room): the write cannot block.
+    if (!socket_) chunk = std::min<std::size_t>(chunk, PIPE_BUF);
+    if (!socket_) {
       pollfd p{fd_, POLLOUT, 0};
       const int r = ::poll(&p, 1, budget_ms - waited_ms > 0 ? budget_ms - waited_ms : 0);
       if (r <= 0 || (p.revents & POLLOUT) == 0) {
@@ -182,7 +195,8 @@ void EventChannelSink::run_finished(const Run& run) { write_line(watch::encode_r
 std::shared_ptr<Sink> make_event_channel_sink_from_env() {
   const char* env = std::getenv("GENSCOPE_EVENTS_FD");
   if (env == nullptr || *env == '\0') return nullptr;
-  return std::make_shared<EventChannelSink>(env);
+  const char* id = std::getenv("GENSCOPE_EVENTS_ID");
+  return std::make_shared<EventChannelSink>(env, id != nullptr ? id : "");
 }
 
 }  // namespace genscope::detail

@@ -8,10 +8,15 @@
 //   step_ended   -> {"event":"step", "ref", "start_steady_ns", "step": <run document step>}
 //   run_finished -> {"event":"run_end", "attachments", "notes", "monitoring_errors"}
 //
-// A parent that stops reading never stalls this process: the sink writes on its own
-// non-blocking open file description of the pipe (/proc/self/fd/N, so a shell sharing the
-// descriptor keeps blocking writes), waits at most 100 ms for room, then drops the line with
-// a monitoring error (and waits no more until a write goes through again); a parent that is
+// Only genscope's own pipe is written into: GENSCOPE_EVENTS_FD must name a pipe (or socket)
+// whose identity (st_dev:st_ino) is GENSCOPE_EVENTS_ID, both set by `genscope run`; anything
+// else (a stale variable inherited by a worker whose descriptor N is now one of its files, a
+// variable set by hand) is ignored with a monitoring error, and nothing is written. The sink
+// writes on its own duplicate of the descriptor (never a reopened /proc/self/fd/N).
+//
+// A parent that stops reading never stalls this process: each write is at most PIPE_BUF
+// bytes after POLLOUT, the sink waits at most 100 ms for room, then drops the line with a
+// monitoring error (and waits no more until a write goes through again); a parent that is
 // gone (EPIPE) never raises SIGPIPE here. Lines up to PIPE_BUF (4096) bytes are atomic with
 // respect to other writers of the same pipe; a longer one (a step with large attachments)
 // can interleave with theirs.
@@ -28,8 +33,9 @@ namespace genscope::detail {
 /// Writes a Monitor's runs and steps as event-channel lines.
 class EventChannelSink final : public Sink {
  public:
-  /// `fd_text`: the value of GENSCOPE_EVENTS_FD. A bad value is reported when a run starts.
-  explicit EventChannelSink(const std::string& fd_text);
+  /// `fd_text`, `id_text`: the values of GENSCOPE_EVENTS_FD and GENSCOPE_EVENTS_ID. A bad
+  /// value, or a descriptor that is not that pipe, is reported when a run starts.
+  EventChannelSink(const std::string& fd_text, const std::string& id_text);
   ~EventChannelSink() override;
   EventChannelSink(const EventChannelSink&) = delete;
   EventChannelSink& operator=(const EventChannelSink&) = delete;
@@ -47,7 +53,6 @@ class EventChannelSink final : public Sink {
 
   int fd_ = -1;          // our own descriptor (closed by the destructor)
   bool socket_ = false;  // send(MSG_DONTWAIT | MSG_NOSIGNAL) instead of write()
-  bool reopened_ = false;  // fd_ has its own non-blocking file description
   std::string setup_error_;
   bool stalled_ = false;      // the last line found no room: do not wait again
   bool cut_line_ = false;     // a line was cut short: start the next with '\n'

@@ -7,6 +7,11 @@
 //      (SQLITE_CORRUPT / SQLITE_NOTADB -> HistoryCorrupt);
 //   3. application_id must be ours, or 0 with an empty schema (a new database);
 //   4. journal_mode=WAL, then migrations in a BEGIN IMMEDIATE transaction.
+// A database genscope cannot write (a read-only file, folder or mount; another user's file)
+// is opened read-only instead (mode=ro, and immutable=1 when even that needs a write, as WAL
+// does without its -shm file): it can be listed, shown and exported; steps 4 and every
+// write are skipped, and a write (insert, prune) is HistoryReadOnly. A read-only database
+// whose schema is older than this genscope's is HistoryReadOnly too (it cannot be migrated).
 #include "genscope/history.hpp"
 
 #include <unistd.h>
@@ -108,8 +113,56 @@ std::string csv_number(double v) {
 struct HistoryStore::Impl {
   std::filesystem::path path;
   sqlite3* db = nullptr;
+  bool read_only = false;
   ~Impl() { sqlite3_close_v2(db); }
+
+  void refuse_write(const char* what) const {
+    if (read_only)
+      throw Error("HistoryReadOnly", path.string() + ": cannot " + what +
+                                         ": the database (or its folder) is not writable by "
+                                         "this user; it was opened read-only");
+  }
 };
+
+namespace {
+
+// An existing database this process cannot write: the file, or the folder that WAL's -wal
+// and -shm files live in.
+bool only_readable(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return false;
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
+  return ::access(path.c_str(), W_OK) != 0 || ::access(folder.c_str(), W_OK) != 0;
+}
+
+// A file: URI for sqlite3_open_v2 (% ? # escaped).
+std::string file_uri(const std::filesystem::path& path, const char* query) {
+  std::string uri = "file:";
+  for (const char c : std::filesystem::absolute(path).string()) {
+    if (c == '%' || c == '?' || c == '#') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      uri += buf;
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?" + query;
+}
+
+// Reads the application id and the number of schema objects (the first read of a database).
+std::pair<std::int64_t, std::int64_t> inspect(sqlite3* db) {
+  return with_retry([&] {
+    Statement app(db, "PRAGMA application_id");
+    app.step();
+    const std::int64_t id = app.int64(0);
+    Statement count(db, "SELECT count(*) FROM sqlite_master");
+    count.step();
+    return std::pair<std::int64_t, std::int64_t>(id, count.int64(0));
+  });
+}
+
+}  // namespace
 
 HistoryStore::HistoryStore(const std::filesystem::path& path)
     : HistoryStore(path, kHistorySchemaVersion) {}
@@ -122,28 +175,47 @@ HistoryStore::HistoryStore(const std::filesystem::path& path, int version)
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
   }
-  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-  int rc = sqlite3_open_v2(path.c_str(), &impl_->db, flags, nullptr);
-  if (rc != SQLITE_OK) {
-    const std::string message = path.string() + ": " + sqlite3_errstr(rc);
-    throw Error("HistoryOpenFailed", message);
+  impl_->read_only = only_readable(path);
+  auto open = [&](const std::string& name, int flags) {
+    if (impl_->db != nullptr) sqlite3_close_v2(impl_->db);
+    impl_->db = nullptr;
+    const int rc = sqlite3_open_v2(name.c_str(), &impl_->db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) throw Error("HistoryOpenFailed", path.string() + ": " + sqlite3_errstr(rc));
+    sqlite3_busy_timeout(impl_->db, kBusyTimeoutMs);
+    sqlite3_extended_result_codes(impl_->db, 1);
+  };
+  std::pair<std::int64_t, std::int64_t> found;
+  if (!impl_->read_only) {
+    open(path.string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    found = inspect(impl_->db);  // read-only inspection first: a foreign file stays untouched
+  } else {
+    const int ro = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+    try {
+      open(file_uri(path, "mode=ro"), ro);
+      found = inspect(impl_->db);
+    } catch (const Error& e) {
+      if (e.name() == "HistoryCorrupt") throw;
+      // WAL without a -shm file in a folder we cannot write: read the file as it is.
+      open(file_uri(path, "mode=ro&immutable=1"), ro);
+      found = inspect(impl_->db);
+    }
   }
   sqlite3* db = impl_->db;
-  sqlite3_busy_timeout(db, kBusyTimeoutMs);
-  sqlite3_extended_result_codes(db, 1);
-  // Read-only inspection first: a foreign or corrupt file must stay untouched.
-  const auto [application_id, objects] = with_retry([&] {
-    Statement app(db, "PRAGMA application_id");
-    app.step();
-    const std::int64_t id = app.int64(0);
-    Statement count(db, "SELECT count(*) FROM sqlite_master");
-    count.step();
-    return std::pair<std::int64_t, std::int64_t>(id, count.int64(0));
-  });
+  const auto [application_id, objects] = found;
   if (application_id != kHistoryApplicationId && !(application_id == 0 && objects == 0))
     throw Error("NotAHistoryDatabase",
                 path.string() + ": SQLite database of another application (application_id " +
                     std::to_string(application_id) + "); file left untouched");
+  if (impl_->read_only) {
+    Statement v(db, "PRAGMA user_version");
+    v.step();
+    const int current = static_cast<int>(v.int64(0));
+    if (current > kHistorySchemaVersion)
+      throw Error("HistoryTooNew", path.string() + ": schema version " + std::to_string(current) +
+                                       " is newer than " + std::to_string(kHistorySchemaVersion));
+    if (current < version) impl_->refuse_write("migrate its schema");
+    return;
+  }
   with_retry([&] {
     Statement wal(db, "PRAGMA journal_mode=WAL");
     wal.step();
@@ -178,7 +250,9 @@ const std::filesystem::path& HistoryStore::path() const noexcept { return impl_-
 
 std::string HistoryStore::insert(const Run& run) {
   if (run.id.empty()) throw Error("InvalidRunDocument", "run without id cannot be stored");
-  const std::string document = to_json(run).dump();
+  impl_->refuse_write("store a run");
+  // Text that is not UTF-8 (a program path, a label, a program's output) is replaced, not fatal.
+  const std::string document = to_json(run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   double run_rss = kNaN, run_gpu = kNaN;
   for (const auto& s : run.steps) {
     run_rss = nan_max(run_rss, detail::step_rss_max(s));
@@ -338,6 +412,7 @@ std::vector<Observation> HistoryStore::observations(std::string_view pipeline) c
 }
 
 std::size_t HistoryStore::prune(std::int64_t before_unix_ns) {
+  impl_->refuse_write("prune");
   return with_retry([&] {
     Statement del(impl_->db, "DELETE FROM runs WHERE start_unix_ns < ?");
     del.bind(1, before_unix_ns).step();

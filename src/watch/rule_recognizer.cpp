@@ -4,7 +4,10 @@
 #include <re2/re2.h>
 #include <re2/set.h>
 
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
 
 #include "genscope/error.hpp"
 #include "watch/text_scan.hpp"
@@ -17,6 +20,14 @@ struct RuleRecognizer::Compiled {
 };
 
 namespace {
+
+constexpr std::int64_t kLineBudgetNs = 50'000'000;  // 50 ms for one line of at most 16 KiB
+
+std::int64_t thread_cpu_ns() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
 
 RE2::Options set_options() {
   RE2::Options o;
@@ -72,19 +83,48 @@ RuleRecognizer::RuleRecognizer(RuleFile file)
 
 RuleRecognizer::~RuleRecognizer() = default;
 
+void RuleRecognizer::disable(StepApplier& applier, const std::string& why) {
+  disabled_ = true;
+  applier.monitoring_error(name_, "RulesDisabled: matching the rules of " + file_.path + " " + why +
+                                      " (a rule whose states multiply, such as (a|b)*a(a|b){30}?); "
+                                      "they are off from this line on");
+}
+
 LineResult RuleRecognizer::on_line(const OutputLine& line, StepApplier& applier) {
   if (file_.rules.empty()) return {};
   matched_.clear();
   const re2::StringPiece text(line.text.data(), line.text.size());
+  if (disabled_) return {};
+  // The per-line budget: a line (at most 16 KiB) takes microseconds; a set whose DFA keeps
+  // running out of its memory (states that multiply) rebuilds it over and over and takes
+  // up to a second per line, and the watcher would fall behind the program for good. Lines
+  // of 1 KiB or more (where reading the clock costs nothing next to the scan), and the lines
+  // after one that was over the budget on the wall clock, are measured on this thread's CPU
+  // clock (a thread that was only preempted is not slow); a line over the budget there turns
+  // the file off for the rest of the session, as does a DFA that reports running out of memory.
+  const bool measure_cpu = suspect_lines_ > 0 || line.text.size() >= 1024;
+  const std::int64_t cpu0 = measure_cpu ? thread_cpu_ns() : 0;
+  const auto wall0 = std::chrono::steady_clock::now();
   RE2::Set::ErrorInfo info;
-  if (!compiled_->set.Match(text, &matched_, &info)) {
-    if (info.kind == RE2::Set::kNoError) return {};
-    // The DFA ran out of memory on this line: fall back to each rule's own regex.
-    matched_.clear();
-    for (std::size_t i = 0; i < file_.rules.size(); ++i) {
-      if (RE2::PartialMatch(text, *file_.rules[i].re)) matched_.push_back(static_cast<int>(i));
+  const bool any_match = compiled_->set.Match(text, &matched_, &info);
+  const std::int64_t wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now() - wall0).count();
+  if (measure_cpu) {
+    const std::int64_t cpu_ns = thread_cpu_ns() - cpu0;
+    if (suspect_lines_ > 0) --suspect_lines_;
+    if (cpu_ns > kLineBudgetNs) {
+      disable(applier, "took " + std::to_string(cpu_ns / 1'000'000) + " ms of CPU on one line of " +
+                           std::to_string(line.text.size()) + " bytes (the budget is " +
+                           std::to_string(kLineBudgetNs / 1'000'000) + " ms)");
+      return {};
     }
-    if (matched_.empty()) return {};
+  } else if (wall_ns > kLineBudgetNs) {
+    suspect_lines_ = 16;
+  }
+  if (!any_match) {
+    if (info.kind == RE2::Set::kNoError) return {};
+    disable(applier, "ran out of the memory RE2's DFA may use");
+    return {};
   }
   std::sort(matched_.begin(), matched_.end());
   bool any = false;

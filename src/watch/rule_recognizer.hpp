@@ -3,7 +3,13 @@
 // The file's regexes are compiled into one RE2::Set, so a line is scanned once (RE2's DFA,
 // linear time, no backtracking: a user's regex cannot stall the watcher) whatever the number
 // of rules; the captures of a matching rule are then read with that rule's own RE2. Rules
-// act in file order.
+// act in file order. Per-line budget: a set whose DFA keeps running out of memory (states
+// that multiply, e.g. (a|b)*a(a|b){30} next to (a|b){1000}x, on long a/b lines) rebuilds it
+// over and over, up to a second per line; a line over 50 ms of CPU (measured for lines of
+// 1 KiB or more, and after a line over it on the wall clock), or a DFA that reports running
+// out of memory, turns the file's
+// rules off for the session, with a monitoring error that starts "RulesDisabled:", so the
+// watcher never falls behind the program for good.
 #pragma once
 
 #include <filesystem>
@@ -37,6 +43,9 @@ class RuleRecognizer final : public Recognizer {
   std::vector<int> opened_;  // tokens this file opened, in order
   std::map<int, ProgressIterations> progress_;
   std::vector<int> matched_;
+  bool disabled_ = false;  // over the per-line budget, or out of DFA memory (RulesDisabled)
+  int suspect_lines_ = 0;  // lines still to be measured on the CPU clock
+  void disable(StepApplier& applier, const std::string& why);
   std::vector<std::int64_t> scratch_;
 };
 

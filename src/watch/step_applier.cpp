@@ -171,6 +171,7 @@ void StepApplier::finish_run(std::optional<StepStatus> status, std::string_view 
   end_all(status, reason, steady_ns);
   seen_kinds_ = 0;
   last_end_ns_ = 0;
+  output_steps_ = 0;
   announced_active_ = false;
   announced_step_ = 0;
   if (!run_) return;
@@ -271,6 +272,15 @@ int StepApplier::open(Origin origin, StepKind kind, std::string_view name, std::
       }
     }
   }
+  if (origin == Origin::kOutput && output_steps_ >= kMaxOutputSteps) {
+    // Bounded run documents: 100k progress bars are not 100k steps. Further steps read from
+    // output are counted (the message's "repeated N times"), not recorded.
+    run_->record_monitoring_error(
+        "watch", "more than " + std::to_string(kMaxOutputSteps) +
+                     " steps read from output in this run: further ones (progress bars, "
+                     "matched lines) are counted here, not recorded as steps");
+    return 0;
+  }
   end_implicit(steady_ns);
   auto s = std::make_unique<OpenStep>();
   s->step = run_->step_at(steady_ns, kind, name, options.source.empty() ? nullptr : options.source.c_str());
@@ -284,6 +294,7 @@ int StepApplier::open(Origin origin, StepKind kind, std::string_view name, std::
   s->before_end = options.before_end;
   s->opened_ns = steady_ns;
   seen_kinds_ |= 1u << static_cast<unsigned>(kind);
+  if (origin == Origin::kOutput) ++output_steps_;
   s->last_mark_ns = steady_ns;
   const int token = s->token;
   open_.push_back(std::move(s));

@@ -92,7 +92,9 @@ class StepApplier {
   void monitoring_error(std::string_view source, std::string_view message);
 
   // --- steps --------------------------------------------------------------------------------
-  /// Opens a step (the program run first, when allowed); 0 when there is no run to hold it.
+  /// Opens a step (the program run first, when allowed); 0 when there is no run to hold it,
+  /// or when it is read from output (Origin::kOutput) and the run has 1000 such steps already
+  /// (then counted in a monitoring error of source "watch": bounded run documents).
   int open(Origin origin, StepKind kind, std::string_view name, std::int64_t steady_ns,
            const OpenOptions& options = {});
   /// Ends a step. A step shared with another origin ends only when its owner ends it.
@@ -176,6 +178,8 @@ class StepApplier {
   int next_token_ = 1;
   std::int64_t last_end_ns_ = 0;    // the latest step end in the current run
   unsigned seen_kinds_ = 0;         // kinds opened in the current run
+  std::size_t output_steps_ = 0;    // steps read from output in the current run
+  static constexpr std::size_t kMaxOutputSteps = 1000;
   bool program_run_done_ = false;   // the program run was started once (never reopened)
   bool announced_seen_ = false;     // an announcement was seen (kAuto: no program run since)
   bool announced_active_ = false;

@@ -52,6 +52,7 @@ struct TqdmRecognizer::Bar {
   bool iterations = false;     // unit "it"
   bool finished = false;       // reached its total / closed
   bool redrawn = false;        // frames ended with '\r' (a live bar, not a log of frames)
+  bool stepless = false;       // the run's bound on steps refused it: followed, without a step
   std::int64_t position = 0;
   std::string desc;
   ProgressIterations progress;
@@ -116,8 +117,8 @@ LineResult TqdmRecognizer::on_line(const OutputLine& line, StepApplier& applier)
   const bool repeat_of_final = bar != nullptr && bar->finished && n == bar->position &&
                                total == bar->total;
   if (repeat_of_final) return result;
-  if (bar != nullptr && !bar->finished && !applier.is_open(bar->token) && total == bar->total &&
-      n >= bar->position) {
+  if (bar != nullptr && !bar->finished && !bar->stepless && !applier.is_open(bar->token) &&
+      total == bar->total && n >= bar->position) {
     // Its step was ended by someone else (a failure, the end of a run): the rest of this bar
     // (tqdm's close() redraw, ...) belongs to no step.
     bar->finished = true;
@@ -125,7 +126,7 @@ LineResult TqdmRecognizer::on_line(const OutputLine& line, StepApplier& applier)
     return result;
   }
   const bool same_bar = bar != nullptr && !bar->finished && total == bar->total &&
-                        n >= bar->position && applier.is_open(bar->token);
+                        n >= bar->position && (bar->stepless || applier.is_open(bar->token));
   if (!same_bar) {
     if (bar != nullptr && !bar->finished) applier.end(Origin::kOutput, bar->token, ts, "inferred:next bar");
     if (pending_close_ == bar) pending_close_ = nullptr;
@@ -142,6 +143,9 @@ LineResult TqdmRecognizer::on_line(const OutputLine& line, StepApplier& applier)
     std::string name = desc.empty() ? std::string(kind == StepKind::kSampling ? "sampling" : "progress")
                                     : desc;
     fresh->token = applier.open(Origin::kOutput, kind, name, ts, o);
+    // Refused within a run (its bound on steps from output): followed without a step, so
+    // that its frames do not count as new bars. Without a run, the next frame tries again.
+    fresh->stepless = fresh->token == 0 && applier.current_run() != nullptr;
     if (fresh->token != 0 && frame->total) {
       applier.label(fresh->token, "tqdm.total", std::to_string(static_cast<long long>(total)));
     }
@@ -155,6 +159,7 @@ LineResult TqdmRecognizer::on_line(const OutputLine& line, StepApplier& applier)
     fresh->position = n;
     bar = fresh.get();
     bars_[desc] = std::move(fresh);
+    if (bars_.size() > kMaxBars) forget_finished_bars(bar);
   } else if (n > bar->position) {
     if (bar->iterations) {
       bool inferred = false;
@@ -177,6 +182,20 @@ LineResult TqdmRecognizer::on_line(const OutputLine& line, StepApplier& applier)
     pending_stream_ = line.stream;
   }
   return result;
+}
+
+void TqdmRecognizer::forget_finished_bars(const Bar* keep) {
+  // Bounded memory with many distinct bars: finished ones no frame refers to are dropped (a
+  // later frame of the same description is then a new bar, as it would be anyway).
+  for (auto it = bars_.begin(); it != bars_.end();) {
+    const Bar* b = it->second.get();
+    const bool referenced = b == keep || b == pending_close_ || b == last_bar_[0] || b == last_bar_[1];
+    if (b->finished && !referenced) {
+      it = bars_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 }  // namespace genscope::watch

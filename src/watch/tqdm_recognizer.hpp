@@ -29,6 +29,8 @@ class TqdmRecognizer final : public Recognizer {
  private:
   struct Bar;
   void finish(Bar& bar, StepApplier& applier, std::int64_t steady_ns);
+  void forget_finished_bars(const Bar* keep);
+  static constexpr std::size_t kMaxBars = 1024;  // bars remembered (finished ones dropped past it)
   Bar* pending_close_ = nullptr;  // a bar whose frame ended with '\n' before its total
   int pending_stream_ = 0;
   Bar* last_bar_[2] = {nullptr, nullptr};  // the bar of the last frame on stdout, stderr

@@ -381,6 +381,37 @@ TEST(Monitor, OneActiveRunAtATime) {
   EXPECT_TRUE(monitor.start_run().active());
 }
 
+// start_run is atomic: of 8 threads released at once, exactly one gets the run (issue 20:
+// the check and the publication were two critical sections, 48 of 300 trials gave two runs).
+TEST(Monitor, ConcurrentStartRunHasExactlyOneWinner) {
+  Monitor monitor(quiet_options());
+  constexpr int kThreads = 8;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::atomic<int> ready{0}, won{0}, refused{0};
+    std::atomic<bool> go{false};
+    std::vector<ActiveRun> runs(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        ++ready;
+        while (!go.load()) std::this_thread::yield();
+        try {
+          runs[t] = monitor.start_run();
+          ++won;
+        } catch (const Error& e) {
+          if (e.name() == "RunActive") ++refused;
+        }
+      });
+    }
+    while (ready.load() < kThreads) std::this_thread::yield();
+    go = true;
+    for (std::thread& t : threads) t.join();
+    ASSERT_EQ(won.load(), 1) << "trial " << trial;
+    ASSERT_EQ(refused.load(), kThreads - 1) << "trial " << trial;
+    for (ActiveRun& r : runs) r.finish();
+  }
+}
+
 TEST(Monitor, MacroOpensAScope) {
   Monitor monitor(quiet_options());
   ActiveRun run = monitor.start_run();

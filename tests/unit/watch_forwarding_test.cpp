@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "genscope/run_json.hpp"
+#include "sinks/event_channel_id.hpp"
 #include "watch_test_util.hpp"
 
 extern char** environ;
@@ -38,11 +39,20 @@ std::vector<std::string> env_with(const std::vector<std::string>& extra) {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string s(*e);
-    if (s.rfind("GENSCOPE_EVENTS_FD=", 0) == 0 || s.rfind("GENSCOPE_LOG=", 0) == 0) continue;
+    if (s.rfind("GENSCOPE_EVENTS_FD=", 0) == 0 || s.rfind("GENSCOPE_EVENTS_ID=", 0) == 0 ||
+        s.rfind("GENSCOPE_LOG=", 0) == 0)
+      continue;
     env.push_back(s);
   }
   env.insert(env.end(), extra.begin(), extra.end());
   return env;
+}
+
+// What `genscope run` puts in CMD's environment for its event channel `fd`.
+std::vector<std::string> channel_env(int fd, std::vector<std::string> extra = {}) {
+  extra.push_back("GENSCOPE_EVENTS_FD=" + std::to_string(fd));
+  extra.push_back("GENSCOPE_EVENTS_ID=" + detail::event_channel_id(fd));
+  return env_with(extra);
 }
 
 struct Child {
@@ -124,7 +134,7 @@ TEST(Forwarding, ACppProgramsStepsBecomeStepsOfTheParentsRun) {
   ::fcntl(events[1], F_SETFD, 0);  // the child inherits the write end
   const fs::path child_doc = scratch("minimal.json");
   Child c = spawn({GENSCOPE_MINIMAL, child_doc.string(), "5"},
-                  env_with({"GENSCOPE_EVENTS_FD=" + std::to_string(events[1])}), -1);
+                  channel_env(events[1]), -1);
   ::close(events[1]);
   testing::Harness h;
   pump(h, c, events[0], -1);
@@ -191,8 +201,7 @@ TEST(Forwarding, APythonProgramsStepAndItsTqdmBarAreOneStep) {
   ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
   ::fcntl(events[1], F_SETFD, 0);
   Child c = spawn({GENSCOPE_PYTHON, "-c", script},
-                  env_with({"GENSCOPE_EVENTS_FD=" + std::to_string(events[1]),
-                            "PYTHONPATH=" + (build / "python").string()}),
+                  channel_env(events[1], {"PYTHONPATH=" + (build / "python").string()}),
                   out[1]);
   ::close(events[1]);
   ::close(out[1]);
@@ -227,7 +236,7 @@ TEST(Forwarding, AParentThatDoesNotReadNeverStallsTheChild) {
   const fs::path child_doc = scratch("minimal-stalled.json");
   const auto t0 = std::chrono::steady_clock::now();
   Child c = spawn({GENSCOPE_MINIMAL, child_doc.string(), "5"},
-                  env_with({"GENSCOPE_EVENTS_FD=" + std::to_string(events[1])}), -1);
+                  channel_env(events[1]), -1);
   ASSERT_EQ(::waitpid(c.pid, &c.status, 0), c.pid);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ::close(events[0]);
@@ -246,7 +255,7 @@ TEST(Forwarding, AParentThatIsGoneDoesNotKillTheChildWithSigpipe) {
   ::fcntl(events[1], F_SETFD, 0);
   const fs::path child_doc = scratch("minimal-gone.json");
   Child c = spawn({GENSCOPE_MINIMAL, child_doc.string(), "5"},
-                  env_with({"GENSCOPE_EVENTS_FD=" + std::to_string(events[1])}), -1);
+                  channel_env(events[1]), -1);
   ::close(events[1]);
   ASSERT_EQ(::waitpid(c.pid, &c.status, 0), c.pid);
   ASSERT_TRUE(WIFEXITED(c.status)) << "killed by signal " << WTERMSIG(c.status);
@@ -265,6 +274,56 @@ TEST(Forwarding, ABadDescriptorIsAMonitoringErrorOnly) {
     const genscope::Run child = read_run_file(child_doc);
     EXPECT_TRUE(has_error(child, "events", "GENSCOPE_EVENTS_FD")) << value;
   }
+}
+
+// Issue 20: a stale GENSCOPE_EVENTS_FD (a worker started with close_fds, its descriptor N now
+// its own result file; a pipe that is not genscope's; no GENSCOPE_EVENTS_ID) is never written
+// into: the file keeps every byte, the run records why nothing was forwarded.
+TEST(Forwarding, AStaleVariableIsNeverWrittenInto) {
+  if (!fs::exists(GENSCOPE_MINIMAL)) GTEST_SKIP() << "examples/minimal is not built";
+  const fs::path result = scratch("worker-result.txt");
+  const std::string content = "line 1\nline 2\nline 3\nline 4\n";
+  std::ofstream(result) << content;
+  int other[2];  // a pipe, but not the one the identity names
+  ASSERT_EQ(::pipe2(other, O_CLOEXEC | O_NONBLOCK), 0);
+  int channel[2];
+  ASSERT_EQ(::pipe2(channel, O_CLOEXEC), 0);
+  const std::string channel_id = detail::event_channel_id(channel[1]);
+  struct Case {
+    std::string name;
+    int fd;
+    std::vector<std::string> env;
+    std::string error;
+  };
+  const int file = ::open(result.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(file, 0);
+  const std::vector<Case> cases = {
+      {"a regular file, with the identity of genscope's pipe", file,
+       {"GENSCOPE_EVENTS_FD=" + std::to_string(file), "GENSCOPE_EVENTS_ID=" + channel_id}, "not a pipe"},
+      {"a regular file, no identity", file, {"GENSCOPE_EVENTS_FD=" + std::to_string(file)}, "not a pipe"},
+      {"another pipe", other[1],
+       {"GENSCOPE_EVENTS_FD=" + std::to_string(other[1]), "GENSCOPE_EVENTS_ID=" + channel_id},
+       "not genscope's event channel"},
+      {"a pipe without identity", other[1], {"GENSCOPE_EVENTS_FD=" + std::to_string(other[1])},
+       "without GENSCOPE_EVENTS_ID"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.name);
+    ::fcntl(k.fd, F_SETFD, 0);
+    const fs::path child_doc = scratch("minimal-stale.json");
+    Child c = spawn({GENSCOPE_MINIMAL, child_doc.string(), "3"}, env_with(k.env), -1);
+    ASSERT_EQ(::waitpid(c.pid, &c.status, 0), c.pid);
+    ::fcntl(k.fd, F_SETFD, FD_CLOEXEC);
+    ASSERT_TRUE(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0);
+    std::ifstream in(result);
+    const std::string now((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(now, content) << "the worker's file was written into";
+    char byte;
+    EXPECT_EQ(::read(other[0], &byte, 1), -1) << "the other pipe got event lines";
+    const genscope::Run child = read_run_file(child_doc);
+    EXPECT_TRUE(has_error(child, "events", k.error)) << to_json(child).dump(1);
+  }
+  for (int fd : {file, other[0], other[1], channel[0], channel[1]}) ::close(fd);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // own output into runs and steps, and a regex that a backtracking engine would take
 // exponential time over runs in linear time on a 1 MB line.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -95,6 +96,49 @@ TEST(RuleFiles, LinearTimeOnPathologicalInput) {
   ASSERT_EQ(h.runs.size(), 1u);
   EXPECT_EQ(h.runs[0].labels.count("k"), 1u);  // the 64-a line matched
   EXPECT_EQ(h.session.stats().cut_lines, 1u);
+}
+
+// Issue 20: rules whose DFA runs out of memory on every line stalled the watcher (80 MB of
+// output still being read 300 s after the program ended). Now a line over the per-line
+// budget turns the file off, named (RulesDisabled), and the rest is read at speed.
+TEST(RuleFiles, ARuleSetWhoseDfaRunsOutOfMemoryIsDisabledNotAStall) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("genscope-dfa-" + std::to_string(::getpid()) + ".json");
+  {
+    nlohmann::json rules = nlohmann::json::object();
+    rules["rules"] = nlohmann::json::array();
+    // Measured with libre2 2022-06-01: about 0.7 s per 16 KiB line, the DFA's cache reset
+    // over and over (RE2::Set never gives up on a slow DFA).
+    for (const char* regex : {"(a|b){1000}x", "(a|b){999}y", "(a|b)*a(a|b){30}", "(a|b)*b(a|b){29}c"}) {
+      rules["rules"].push_back(
+          {{"name", regex}, {"regex", regex}, {"action", "label"}, {"labels", {{"k", "v"}}}});
+    }
+    std::ofstream(file) << rules.dump();
+  }
+  WatchOptions o;
+  o.recognizers = {};
+  o.rule_files = {file};
+  testing::Harness h(o);
+  std::string text;
+  std::uint32_t x = 12345;
+  for (int line = 0; line < 100; ++line) {  // 100 lines of 16 KiB of random a/b (70 s before)
+    for (int i = 0; i < 16000; ++i) {
+      x = x * 1664525u + 1013904223u;
+      text += (x >> 16) & 1 ? 'a' : 'b';
+    }
+    text += '\n';
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  h.session.output(1, text, Step::now_ns());
+  h.session.program_exited(0, Step::now_ns());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::filesystem::remove(file);
+  EXPECT_LT(seconds, 10.0) << "1.6 MB of output took this long to watch";
+  ASSERT_EQ(h.runs.size(), 1u);
+  bool named = false;
+  for (const MonitoringError& e : h.runs[0].monitoring_errors)
+    named = named || e.message.rfind("RulesDisabled:", 0) == 0;
+  EXPECT_TRUE(named) << "no RulesDisabled monitoring error";
 }
 
 TEST(RuleFiles, AMatchWithoutAnOpenStepIsAMonitoringError) {

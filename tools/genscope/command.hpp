@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,10 +13,18 @@ namespace genscope::cli {
 /// Shared state of one CLI invocation.
 struct CommandContext {
   int exit_code = 0;  ///< The process exit code the command asks for.
-  /// `genscope run ... -- CMD ARGS`: everything after the first "--", kept away from CLI11
-  /// (which would read CMD's own options as genscope's).
+  /// `genscope run [OPTIONS] [--] CMD ARGS`: CMD and everything after its first word, kept
+  /// away from CLI11 (which would read CMD's own options and "--" as genscope's).
   std::vector<std::string> program;
 };
+
+/// For `genscope <subcommand> [OPTIONS] [--] CMD ARGS...` (run): moves CMD and everything
+/// after its first word into `command` and cuts argc there, so that only genscope's options
+/// reach CLI11 — a "--" or an option among CMD's arguments is CMD's (`run echo a -- b`). CMD
+/// starts after "--" or at the first argument that is not one of the subcommand's options
+/// (nor an option's value). Returns 2 (error printed) for an unknown option before CMD.
+std::optional<int> split_off_command(CLI::App& app, const std::string& subcommand, int& argc,
+                                     char** argv, std::vector<std::string>& command);
 
 /// Parses argv with `app` and runs the chosen subcommand's callback: the process exit code
 /// (CLI11's for usage errors, 2 with "genscope: error [Name]: ..." for genscope::Error).

@@ -2,6 +2,7 @@
 #include "export_options.hpp"
 
 #include "genscope/chrome_trace.hpp"
+#include "genscope/error.hpp"
 #include "genscope/csv_export.hpp"
 #include "genscope/html_report.hpp"
 #include "genscope/report.hpp"
@@ -18,23 +19,37 @@ void add_export_options(CLI::App& command, ExportOptions& options) {
 }
 
 void write_exports(std::span<const Run> runs, const ExportOptions& options, std::ostream& out) {
+  // Each export on its own: one that cannot be written is named, the others are still written.
+  std::string failures;
+  auto attempt = [&](const char* what, const std::string& path, auto&& write) {
+    if (path.empty()) return;
+    try {
+      write();
+    } catch (const Error& e) {
+      failures += std::string(failures.empty() ? "" : "; ") + what + " " + path + ": [" + e.name() +
+                  "] " + e.what();
+    } catch (const std::exception& e) {
+      failures += std::string(failures.empty() ? "" : "; ") + what + " " + path + ": " + e.what();
+    }
+  };
   auto written = [&out](const char* what, const std::string& path, std::size_t bytes) {
     out << what << ": " << path << " (" << format_bytes(static_cast<double>(bytes)) << ")\n";
   };
-  if (!options.html.empty()) {
+  attempt("html report", options.html, [&] {
     const std::string html = render_html_report(runs);
     write_file_atomic(options.html, html);
     written("html report", options.html, html.size());
-  }
-  if (!options.trace.empty()) {
+  });
+  attempt("trace", options.trace, [&] {
     const std::string trace = render_chrome_trace(runs);
     write_file_atomic(options.trace, trace);
     written("trace", options.trace, trace.size());
-  }
-  if (!options.csv.empty()) {
+  });
+  attempt("csv", options.csv, [&] {
     write_csv_export(runs, options.csv);
     out << "csv: " << options.csv << "/steps.csv, " << options.csv << "/series.csv\n";
-  }
+  });
+  if (!failures.empty()) throw Error("WriteFailed", "not written: " + failures);
 }
 
 }  // namespace genscope::cli

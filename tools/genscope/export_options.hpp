@@ -23,8 +23,9 @@ struct ExportOptions {
 
 /// Adds --html, --trace and --csv to a subcommand.
 void add_export_options(CLI::App& command, ExportOptions& options);
-/// Writes the exports asked for, each naming its path on `out`. Throws genscope::Error
-/// ("WriteFailed") when a file cannot be written.
+/// Writes the exports asked for, each naming its path on `out`. Each is written on its own:
+/// when one cannot be written the others still are, then genscope::Error("WriteFailed")
+/// names every one that failed.
 void write_exports(std::span<const Run> runs, const ExportOptions& options, std::ostream& out);
 
 }  // namespace genscope::cli

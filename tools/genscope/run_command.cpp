@@ -46,6 +46,9 @@ class RunObserver final : public ChildObserver {
   const ChildProcess& child_;
 };
 
+// How long the analysis may go on catching up once CMD exited (docs/reliability.md).
+constexpr std::chrono::milliseconds kAnalysisDrainBudget{10'000};
+
 std::string program_name(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -80,6 +83,9 @@ void register_run_command(CLI::App& app, CommandContext& context) {
     if (!o->no_cgroup) {
       try {
         cgroup.emplace();
+        if (const int stale = cgroup->stale_removed(); stale > 0)
+          notes.push_back("removed " + std::to_string(stale) +
+                          " memory cgroup(s) left by genscope processes that were killed");
       } catch (const Error& e) {
         notes.push_back(std::string("no memory cgroup: ") + e.what());
       }
@@ -110,11 +116,24 @@ void register_run_command(CLI::App& app, CommandContext& context) {
     // CMD's output is passed on at once; the session reads it on its own thread.
     BufferedObserver buffered(observer);
     const int status = child.run(buffered);
-    buffered.finish();
+    // Bounded time after CMD exits: what analysis has not caught up with by then is counted.
+    buffered.finish(kAnalysisDrainBudget);
     if (const std::uint64_t dropped = buffered.dropped_bytes(); dropped > 0) {
       const std::string note = std::to_string(dropped) +
                                " bytes of CMD's output were passed on but not read for steps "
                                "(CMD wrote faster than they could be matched)";
+      std::cerr << "genscope: warning: " << note << "\n";
+      runs.set_ending(note);
+    }
+    if (const std::uint64_t lost = buffered.dropped_event_lines(); lost > 0) {
+      const std::string note = std::to_string(lost) +
+                               " event-channel lines were not analysed: they were still queued " +
+                               std::to_string(kAnalysisDrainBudget.count() / 1000) +
+                               " s after CMD exited";
+      std::cerr << "genscope: warning: " << note << "\n";
+      runs.set_ending(note);
+    }
+    for (const std::string& note : child.pass_through_notes()) {
       std::cerr << "genscope: warning: " << note << "\n";
       runs.set_ending(note);
     }

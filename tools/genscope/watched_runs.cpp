@@ -207,64 +207,74 @@ void WatchedRuns::handle(Run&& finished) noexcept {
   }
 }
 
+namespace {
+
+// Runs `what`; an exception is named in a warning (prefixed by `context`), never passed on:
+// each output of a run is written on its own, so one that fails leaves the others.
+template <class F>
+void independently(const std::string& context, F&& what) noexcept {
+  try {
+    what();
+  } catch (const Error& e) {
+    warn("[" + e.name() + "] " + context + e.what());
+  } catch (const std::exception& e) {
+    warn(context + e.what());
+  } catch (...) {
+    warn(context + "non-standard exception");
+  }
+}
+
+}  // namespace
+
 void WatchedRuns::emit(Run& run) {
   std::string document, document_line, exports_line;
   if (!options_.out_dir.empty()) {
     // The first run is run.json (the usual single run), later ones run-2.json, ... A file
     // that cannot be written goes to a fallback place (docs/run.md, "Outputs"), never lost.
-    const std::filesystem::path path =
-        std::filesystem::path(options_.out_dir) /
-        (runs_ == 1 ? std::string("run.json") : "run-" + std::to_string(runs_) + ".json");
-    std::ostringstream said, errors;
-    const SavedRunDocument saved = save_run_document(run, path, options_.json_fallback);
-    print_run_document_outcome(saved, said, errors);
-    document_line = said.str();
-    if (!saved.outcome.path.empty()) document = saved.outcome.path.string();
-    if (!errors.str().empty()) {
-      try {
-        std::cerr << errors.str();
-      } catch (...) {
-      }
-    }
+    independently("run document not written: ", [&] {
+      const std::filesystem::path path =
+          std::filesystem::path(options_.out_dir) /
+          (runs_ == 1 ? std::string("run.json") : "run-" + std::to_string(runs_) + ".json");
+      std::ostringstream said, errors;
+      const SavedRunDocument saved = save_run_document(run, path, options_.json_fallback);
+      print_run_document_outcome(saved, said, errors);
+      document_line = said.str();
+      if (!saved.outcome.path.empty()) document = saved.outcome.path.string();
+      if (!errors.str().empty()) std::cerr << errors.str();
+    });
   }
   if (options_.exports.any()) {
     ExportOptions nth = options_.exports;
     nth.html = nth_path(nth.html, runs_);
     nth.trace = nth_path(nth.trace, runs_);
     nth.csv = nth_path(nth.csv, runs_);
-    try {
-      std::ostringstream said;
-      write_exports(std::span<const Run>(&run, 1), nth, said);
-      exports_line = said.str();
-    } catch (const Error& e) {
-      warn("[" + e.name() + "] " + e.what());
-    }
+    std::ostringstream said;
+    independently("", [&] { write_exports(std::span<const Run>(&run, 1), nth, said); });
+    exports_line = said.str();  // the exports that were written
   }
   if (options_.record) {
-    try {
-      record_run(history_path(options_.db), run);
-    } catch (const Error& e) {
-      warn("[" + e.name() + "] run not recorded: " + e.what());
-    }
+    independently("run not recorded: ", [&] { record_run(history_path(options_.db), run); });
   }
-  report_metrics_push(options_.metrics, run, command_);
+  independently("metrics not pushed: ", [&] { report_metrics_push(options_.metrics, run, command_); });
   std::ostream& out = report_.is_open() ? static_cast<std::ostream&>(report_) : std::cerr;
-  if (options_.quiet) {
-    int failed = 0;
-    for (const StepRecord& s : run.steps) failed += s.status == StepStatus::kFailed;
-    out << "genscope: run " << runs_ << " '" << run.pipeline.name << "' "
-              << format_duration(static_cast<double>(run.duration_ns), options_.plain) << ", "
-              << run.steps.size() << " steps (" << failed << " failed), " << peak_text(run)
-              << (document.empty() ? "" : ", " + document) << "\n";
+  independently("report not printed: ", [&] {
+    if (options_.quiet) {
+      int failed = 0;
+      for (const StepRecord& s : run.steps) failed += s.status == StepStatus::kFailed;
+      out << "genscope: run " << runs_ << " '" << run.pipeline.name << "' "
+          << format_duration(static_cast<double>(run.duration_ns), options_.plain) << ", "
+          << run.steps.size() << " steps (" << failed << " failed), " << peak_text(run)
+          << (document.empty() ? "" : ", " + document) << "\n";
+      out.flush();
+      return;
+    }
+    ConsoleOptions co;
+    co.plain = options_.plain;
+    co.verbose = options_.verbose;
+    out << render_console(run, co);
+    out << document_line << exports_line;
     out.flush();
-    return;
-  }
-  ConsoleOptions co;
-  co.plain = options_.plain;
-  co.verbose = options_.verbose;
-  out << render_console(run, co);
-  out << document_line << exports_line;
-  out.flush();
+  });
 }
 
 void WatchedRuns::set_ending(std::string note, std::string exit_label) {
