@@ -68,7 +68,9 @@ def hook_send_sync(server, recorder):
     def send_sync(*args, **kwargs):
         if len(args) >= 2:
             recorder.on_message(args[0], args[1])  # never raises
-        return original(*args, **kwargs)
+        result = original(*args, **kwargs)
+        recorder.after_message()
+        return result
 
     server.send_sync = _mark(send_sync)
     return None
@@ -95,7 +97,9 @@ def hook_no_client(execution_module, recorder, errors):
                     recorder.on_message(event, data)
             except Exception as e:
                 recorder.hook_error(f"PromptExecutor.add_message: {type(e).__name__}: {e}")
-            return add_message(self, event, data, broadcast, *args, **kwargs)
+            result = add_message(self, event, data, broadcast, *args, **kwargs)
+            recorder.after_message()
+            return result
 
         executor.add_message = _mark(wrapped_add_message)
 

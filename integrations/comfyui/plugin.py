@@ -2,6 +2,8 @@
 
 import logging
 import os
+import queue
+import threading
 
 from . import hooks, routes
 from .recorder import PromptRecorder
@@ -15,8 +17,47 @@ class Unavailable(Exception):
 
 
 class Plugin:
-    def __init__(self, monitor, recorder, store, errors):
+    def __init__(self, monitor, recorder, store, errors, writer):
         self.monitor, self.recorder, self.store, self.errors = monitor, recorder, store, errors
+        self.writer = writer
+
+    def flush(self, timeout=30):
+        """Waits until every finished run is written and logged."""
+        return self.writer.flush(timeout)
+
+
+class Writer:
+    """Writes run documents (atomic, with fsync: tens of ms) and the per-prompt log line on a
+    thread of its own, so ComfyUI's prompt thread never waits for the disk."""
+
+    def __init__(self, store):
+        self.store = store
+        self.queue = queue.Queue()
+        self.thread = threading.Thread(target=self._work, name="genscope-comfyui-writer",
+                                       daemon=True)
+        self.thread.start()
+
+    def put(self, doc, summary, entry):
+        self.queue.put((doc, summary, entry))
+
+    def flush(self, timeout):
+        done = threading.Event()
+        self.queue.put(done)
+        return done.wait(timeout)
+
+    def _work(self):
+        while True:
+            item = self.queue.get()
+            if isinstance(item, threading.Event):
+                item.set()
+                continue
+            doc, summary, entry = item
+            try:
+                path = self.store.write(doc, entry)
+                log.info(log_line(doc, summary, path))
+            except Exception as e:  # a broken document or log handler stops nothing
+                log.warning("genscope: writing the run of prompt %s failed: %s: %s",
+                            summary.get("prompt_id"), type(e).__name__, e)
 
 
 def prompt_lookup(server_instance):
@@ -82,9 +123,10 @@ def setup(environ=None):
                                record=options["record"], history_db=options["history_db"])
     store = RunStore(options["runs_dir"], genscope.write_run, genscope.read_run)
 
+    writer = Writer(store)
+
     def finished(doc, summary):
-        path = store.add(doc, summary)
-        log.info(log_line(doc, summary, path))
+        writer.put(doc, summary, store.add(doc, summary))
 
     recorder = PromptRecorder(monitor, prompt_lookup(instance), finished, version,
                               oom_state=hooks.cuda_allocator_state)
@@ -106,4 +148,4 @@ def setup(environ=None):
     if errors:
         line += f"; {len(errors)} hook(s) not installed (see each run's monitoring errors)"
     log.info(line)
-    return Plugin(monitor, recorder, store, errors)
+    return Plugin(monitor, recorder, store, errors, writer)

@@ -107,16 +107,33 @@ class PromptRecorder:
         self.node_started = 0.0
         self.nodes_executed = 0
         self.nodes_cached = 0
-        self.status = None
         self.started = 0.0
         self.failed_node = None
         self.cached_nodes = set()
         self.allocator_state = None
+        self.finish_pending = None
 
     # -- the message stream -----------------------------------------------------------------
 
+    def after_message(self):
+        """Called once ComfyUI has passed the message on: a prompt whose last message this was
+        is finished now, so that finishing it never delays ComfyUI's own message."""
+        if self.finish_pending is None:
+            return
+        with self.lock:
+            if self.finish_pending is not None and threading.get_ident() == self.thread:
+                try:
+                    self._finish(self.finish_pending)
+                except Exception as e:
+                    self._reset()
+                    import logging
+                    logging.getLogger("genscope.comfyui").warning(
+                        "genscope: finishing a run failed: %s: %s", type(e).__name__, e)
+
     def on_message(self, event, data):
-        """One ComfyUI message. Never raises: a failure is a monitoring error of the run."""
+        """One ComfyUI message. Never raises: a failure is a monitoring error of the run.
+        A prompt's last message ends its node step at once; the run is finished by
+        after_message()."""
         if event not in self.EVENTS or not isinstance(data, dict):
             return
         with self.lock:
@@ -129,7 +146,7 @@ class PromptRecorder:
         if event == "execution_start":
             self._start(data.get("prompt_id"))
             return
-        if self.run is None:
+        if self.run is None or self.finish_pending is not None:
             return
         prompt_id = data.get("prompt_id")
         if prompt_id is not None and prompt_id != self.prompt_id:
@@ -144,7 +161,7 @@ class PromptRecorder:
             node = data.get("node")
             self._end_node()
             if node is None:
-                self._finish(self.status or "success")
+                self.finish_pending = "success"
             else:
                 self._begin_node(str(node), data.get("display_node"))
         elif event == "progress":
@@ -153,7 +170,7 @@ class PromptRecorder:
             self._executed(data)
         elif event == "execution_success":
             self._end_node()
-            self._finish("success")
+            self.finish_pending = "success"
         elif event == "execution_error":
             self._error(data)
         elif event == "execution_interrupted":
@@ -162,11 +179,13 @@ class PromptRecorder:
     # -- prompts ---------------------------------------------------------------------------
 
     def _start(self, prompt_id):
+        if self.finish_pending is not None and self.run is not None:
+            self._finish(self.finish_pending)
         if self.run is not None:
             self._end_node()
             self.run.record_monitoring_error(
                 "comfyui", f"the next prompt {prompt_id} started before this one ended")
-            self._finish(self.status or "unfinished")
+            self._finish("unfinished")
         found = None
         try:
             found = self.prompt_lookup(prompt_id)
@@ -316,8 +335,7 @@ class PromptRecorder:
             if "OutOfMemory" in exc_type or "out of memory" in message.lower():
                 self._record_oom(step)
         self._end_node()
-        self.status = "error"
-        self._finish("error")
+        self.finish_pending = "error"
 
     def _record_oom(self, step):
         state = self.allocator_state  # taken when ComfyUI began unloading after the error
@@ -336,7 +354,7 @@ class PromptRecorder:
             step.fail("interrupted", "comfy.model_management.InterruptProcessingException")
             step.label("comfyui.interrupted", "true")
         self._end_node()
-        self._finish("interrupted")
+        self.finish_pending = "interrupted"
 
     # -- model management (hooks.py) -------------------------------------------------------
 

@@ -68,6 +68,8 @@ class RunStore:
         self.lock = threading.Lock()
         self.recent = []  # newest last
         self.last_doc = None
+        self.docs = {}  # prompt id -> document not written yet (or not writable)
+        self.keep_docs = 20
         self.prompts = {}  # status -> count
         self.nodes = {}  # (class_type, status) -> [count, seconds]
 
@@ -77,20 +79,16 @@ class RunStore:
         return os.path.join(self.folder, prompt_id + ".json")
 
     def add(self, doc, summary):
-        """Writes the document (never raises) and counts it; returns its path or None."""
-        path = self.path_of(str(summary.get("prompt_id")))
-        if path is not None:
-            try:
-                os.makedirs(self.folder, exist_ok=True)
-                self.write_run(doc, path)
-            except Exception as e:
-                log.warning("genscope: cannot write the run document %s: %s", path, e)
-                path = None
-        entry = summarize(doc, summary, path)
+        """Counts a finished run and keeps it in memory (cheap: ComfyUI's thread calls it);
+        returns its entry of GET /genscope/runs. write() puts it on disk."""
+        entry = summarize(doc, summary, None)
         with self.lock:
             self.recent.append(entry)
             del self.recent[:-self.keep]
             self.last_doc = doc
+            self.docs[entry["prompt_id"]] = doc
+            while len(self.docs) > self.keep_docs:
+                self.docs.pop(next(iter(self.docs)))
             self.prompts[summary.get("status")] = self.prompts.get(summary.get("status"), 0) + 1
             for step in doc.get("steps", []):
                 labels = step.get("labels") or {}
@@ -101,6 +99,22 @@ class RunStore:
                 count = self.nodes.setdefault(key, [0, 0.0])
                 count[0] += 1
                 count[1] += (step.get("duration_ns") or 0) / 1e9
+        return entry
+
+    def write(self, doc, entry):
+        """Writes the run document (never raises); returns its path or None."""
+        path = self.path_of(str(entry.get("prompt_id")))
+        if path is None:
+            return None
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            self.write_run(doc, path)
+        except Exception as e:
+            log.warning("genscope: cannot write the run document %s: %s", path, e)
+            return None
+        with self.lock:
+            entry["document"] = path
+            self.docs.pop(entry.get("prompt_id"), None)  # on disk from now on
         return path
 
     def list(self):
@@ -123,6 +137,10 @@ class RunStore:
 
     def document(self, prompt_id):
         """The run document of a prompt (dict) or None."""
+        with self.lock:
+            doc = self.docs.get(prompt_id)
+        if doc is not None:
+            return doc
         path = self.path_of(prompt_id)
         if path is None or not os.path.isfile(path):
             return None

@@ -196,7 +196,7 @@ def run_checks(args):
         ids["D"] = server.post_prompt(with_seed(1, ckpt="broken.safetensors"), cid)
         hist_d = server.wait_history(ids["D"])
         ids["E"] = server.post_prompt(with_seed(3))
-        server.wait_history(ids["E"])
+        hist_e = server.wait_history(ids["E"])
         time.sleep(1.0)  # the last messages and documents
         listener.close()
         docs = {}
@@ -292,9 +292,12 @@ def run_checks(args):
 
     e = node_steps(docs["E"])
     check("comfyui.client_id" not in docs["E"]["labels"], "E: a prompt without a client id")
-    check(sorted(n for n, s in e.items() if s["status"] == "ok") == ["5", "6", "7"]
-          and e["5"].get("iterations", {}).get("count") == 4,
-          "E: recorded without a client id too (sampler and after, 4 iterations)")
+    cached_e = [m[1]["nodes"] for m in hist_e["status"]["messages"] if m[0] == "execution_cached"]
+    check(cached_e and sorted(n for n, s in e.items() if s["status"] == "skipped") == sorted(cached_e[0])
+          and sorted(n for n, s in e.items() if s["status"] == "ok")
+          == sorted(set(WORKFLOW) - set(cached_e[0])) and e["5"].get("iterations", {}).get("count") == 4,
+          "E: recorded without a client id too: cached and executed nodes as in ComfyUI's history, "
+          "4 sampler iterations")
     check(not listener.of_prompt(ids["E"]) or all(
         m["type"] in ("progress", "status") for _, m in listener.of_prompt(ids["E"])),
         "E: ComfyUI sent no node messages for it (only what it broadcasts)")

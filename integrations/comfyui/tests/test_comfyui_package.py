@@ -97,6 +97,7 @@ class PackageTest(unittest.TestCase):
         return fake, package, logs.output
 
     def docs(self, *prompt_ids):
+        self.assertTrue(self.plugin.flush())
         return [genscope.read_run(os.path.join(self.runs_dir, p + ".json")) for p in prompt_ids]
 
     # -- recording ------------------------------------------------------------------------
@@ -145,13 +146,22 @@ class PackageTest(unittest.TestCase):
         extra = {"client_id": "abc", "extra_pnginfo": {"workflow": {"nodes": [
             {"id": 9, "title": "Invert it"}]}}}
         prompt = workflow(fake)
+        finished = self.plugin.recorder.on_finished
+        last_sent = []
+
+        def on_finished(doc, summary):  # ComfyUI's own message went out before
+            last_sent.append(fake.server.sent[-1][0])
+            finished(doc, summary)
+        self.plugin.recorder.on_finished = on_finished
         with self.assertLogs("genscope.comfyui", level="INFO") as logs:
             worker = fake_comfy.prompt_worker(fake, [("p1", prompt, extra),
                                                      ("p2", prompt, extra),
                                                      ("p3", workflow(fake, seed=2), extra)])
+            self.plugin.flush()
         first, second, third = self.docs("p1", "p2", "p3")
         self.assertEqual(first["labels"]["comfyui.client_id"], "abc")
         self.check_first_prompt(first, client=True, title9="Invert it")
+        self.assertEqual(last_sent, ["execution_success"] * 3)
         self.assertIn("comfyui_workflow", [a["type"] for a in first["attachments"]])
         # unchanged graph: everything cached, skipped, nothing executed
         cached = steps_by_node(second)
@@ -301,6 +311,7 @@ class PackageTest(unittest.TestCase):
             del os.environ["GENSCOPE_COMFYUI_RUNS_DIR"]
         self.assertIn(runs, logs[-1])
         fake_comfy.prompt_worker(fake, [("e1", workflow(fake), {})])
+        self.plugin.flush()
         self.assertTrue(os.path.isfile(os.path.join(runs, "e1.json")))
 
     # -- routes ---------------------------------------------------------------------------
@@ -314,6 +325,7 @@ class PackageTest(unittest.TestCase):
         fake, _, _ = self.load()
         fake_comfy.prompt_worker(fake, [("r1", workflow(fake), {"client_id": "c"}),
                                         ("r2", workflow(fake, fail_at="6", seed=5), {"client_id": "c"})])
+        self.plugin.flush()
 
         async def scenario():
             app = web.Application()
