@@ -6,6 +6,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pkg=$GENSCOPE_SOURCE_DIR/integrations/comfyui
+export GENSCOPE_COMFYUI_PACKAGE=$pkg  # not an installed copy a setup may have put in /usr/local
 app=$tmp/ComfyUI
 mkdir -p "$app/custom_nodes"; touch "$app/main.py"
 target=$app/custom_nodes/genscope_comfyui

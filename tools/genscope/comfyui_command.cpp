@@ -37,8 +37,8 @@ fs::path executable_dir() {
 }
 
 // Where the package is: --source, $GENSCOPE_COMFYUI_PACKAGE, the installed copy
-// (<prefix>/share/genscope/comfyui beside <prefix>/bin/genscope), the checkout this binary was
-// built from.
+// (<prefix>/share/genscope/comfyui beside <prefix>/bin/genscope, or under the configured
+// prefix), the checkout this binary was built from.
 fs::path find_package(const std::string& source) {
   std::vector<fs::path> tried;
   if (!source.empty()) {
@@ -52,6 +52,7 @@ fs::path find_package(const std::string& source) {
   }
   const fs::path bin = executable_dir();
   if (!bin.empty()) tried.push_back(bin.parent_path() / GENSCOPE_COMFYUI_DATADIR / "genscope" / "comfyui");
+  tried.emplace_back(GENSCOPE_COMFYUI_INSTALLED_DIR);
   tried.emplace_back(GENSCOPE_COMFYUI_SOURCE_DIR);
   std::string list;
   for (const auto& dir : tried) {
