@@ -26,6 +26,15 @@ target=$app/custom_nodes/genscope_comfyui
 "$GENSCOPE" comfyui uninstall "$app" >/dev/null && [ ! -e "$target" ] || fail "uninstall link"
 [ -d "$pkg" ] && [ -f "$pkg/__init__.py" ] || fail "uninstalling a link leaves the package alone"
 
+# Installed: the package is found beside the installed binary (<prefix>/share/genscope/comfyui).
+cmake --install "$GENSCOPE_BUILD_DIR" --component comfyui --prefix "$tmp/stage" >/dev/null
+mkdir -p "$tmp/stage/bin"; cp "$GENSCOPE" "$tmp/stage/bin/genscope"
+[ -f "$tmp/stage/share/genscope/comfyui/recorder.py" ] && [ ! -e "$tmp/stage/share/genscope/comfyui/tests" ] ||
+  fail "cmake --install --component comfyui installs the package without its tests"
+env -u GENSCOPE_COMFYUI_PACKAGE "$tmp/stage/bin/genscope" comfyui install "$app" >/dev/null
+[ "$(readlink "$target")" = "$tmp/stage/share/genscope/comfyui" ] || fail "installed copy: $(readlink "$target")"
+"$GENSCOPE" comfyui uninstall "$app" >/dev/null
+
 set +e
 out=$("$GENSCOPE" comfyui install "$tmp/nothing" 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "\[NotComfyUI\]" <<<"$out" || fail "not ComfyUI: rc=$rc $out"
