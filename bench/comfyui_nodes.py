@@ -51,6 +51,8 @@ def main():
     p.add_argument("build", nargs="?", default=os.path.join(ROOT, "build"))
     p.add_argument("--prompts", type=int, default=5)
     p.add_argument("--port", type=int, default=8197)
+    p.add_argument("--only-with", action="store_true",
+                   help="skip the server without the package (the package's own cost only)")
     args = p.parse_args()
     peers = os.path.join(ROOT, "..", "shared", "peers", "comfyui")
     if not os.path.isdir(peers):
@@ -86,12 +88,19 @@ def main():
         server = e2e.Server(app, with_env, args.port, os.path.join(work, "with.log"))
         try:
             server.wait_history(server.post_prompt(e2e.with_seed(999)))  # load models, warm up
+            before = server.get_json("/genscope-bench/cost")
             with_ms, with_cpu, nodes = series(server, args.prompts, 1000)
-            cost = server.get_json("/genscope-bench/cost")
+            after = server.get_json("/genscope-bench/cost")
+            cost = {k: after[k] - before[k] for k in ("wall_s", "cpu_s", "calls")}
+            parts = {k: [v[i] - before["parts"].get(k, [0, 0, 0])[i] for i in range(3)]
+                     for k, v in after["parts"].items()}
         finally:
             server.stop()
         os.unlink(package)
         os.unlink(probe)
+        if args.only_with:
+            plain_ms, plain_cpu = with_ms, with_cpu
+            raise StopIteration
         plain_env = dict(os.environ, PYTHONPATH=site)
         server = e2e.Server(app, plain_env, args.port, os.path.join(work, "without.log"))
         try:
@@ -99,11 +108,11 @@ def main():
             plain_ms, plain_cpu, _ = series(server, args.prompts, 1000)
         finally:
             server.stop()
+    except StopIteration:
+        pass
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    # The cost counted from the first measured prompt: subtract the warm-up prompt's share
-    # (it is in `cost` too): per prompt = total / (prompts + 1).
-    runs = args.prompts + 1
+    runs = args.prompts
     per_prompt_ms = cost["wall_s"] * 1000 / runs
     per_prompt_cpu_ms = cost["cpu_s"] * 1000 / runs
     mean_with, mean_plain = statistics.mean(with_ms), statistics.mean(plain_ms)
@@ -113,6 +122,12 @@ def main():
           f"{per_prompt_cpu_ms:.2f} ms CPU per prompt ({cost['calls'] / runs:.0f} calls); "
           f"{per_prompt_ms / mean_with * 100:.3f} % of a prompt; "
           f"{per_prompt_ms / 8:.3f} ms per node (8 nodes: 3 run, 5 cached)")
+    for what, (wall, cpu, calls) in sorted(parts.items(), key=lambda kv: -kv[1][0]):
+        if calls:
+            print(f"  {what:34s} {calls / runs:5.1f} calls/prompt  wall {wall * 1e3 / calls:7.3f} ms"
+                  f"  CPU {cpu * 1e3 / calls:7.3f} ms per call")
+    if args.only_with:
+        return 0
     print(f"prompt time (ComfyUI's timestamps): with {mean_with:.0f} ms "
           f"(min {min(with_ms)}, max {max(with_ms)}), without {mean_plain:.0f} ms "
           f"(min {min(plain_ms)}, max {max(plain_ms)}): ratio {mean_with / mean_plain:.4f}")

@@ -12,7 +12,10 @@ _lock = threading.Lock()
 _depth = threading.local()
 
 
-def _timed(function):
+_parts = {}  # what -> [wall_s, cpu_s, calls]
+
+
+def _timed(function, name):
     def wrapper(*args, **kwargs):
         outer = getattr(_depth, "n", 0) == 0
         _depth.n = getattr(_depth, "n", 0) + 1
@@ -22,10 +25,20 @@ def _timed(function):
         finally:
             _depth.n -= 1
             if outer:
+                wall, cpu = time.perf_counter() - w0, time.thread_time() - c0
+                what = name
+                if name == "on_message" and args:
+                    what = f"on_message {args[0]}"
+                elif name == "after_message" and wall > 1e-3:
+                    what = "after_message (finishing a run)"
                 with _lock:
-                    _totals["wall_s"] += time.perf_counter() - w0
-                    _totals["cpu_s"] += time.thread_time() - c0
+                    _totals["wall_s"] += wall
+                    _totals["cpu_s"] += cpu
                     _totals["calls"] += 1
+                    part = _parts.setdefault(what, [0.0, 0.0, 0])
+                    part[0] += wall
+                    part[1] += cpu
+                    part[2] += 1
     return wrapper
 
 
@@ -36,9 +49,9 @@ def _install(json_data):
         if plugin is not None:
             recorder = plugin.recorder
             for name in ("on_message", "after_message", "model_step", "model_step_done"):
-                setattr(recorder, name, _timed(getattr(recorder, name)))
+                setattr(recorder, name, _timed(getattr(recorder, name), name))
             import genscope
-            genscope.Step.end = _timed(genscope.Step.end)
+            genscope.Step.end = _timed(genscope.Step.end, "Step.end (model steps)")
             _totals["installed"] = True
     return json_data
 
@@ -51,6 +64,8 @@ try:
     @server.PromptServer.instance.routes.get("/genscope-bench/cost")
     async def _cost(request):
         with _lock:
-            return web.json_response(dict(_totals))
+            result = {k: _totals[k] for k in ("wall_s", "cpu_s", "calls")}
+            result["parts"] = {k: list(v) for k, v in _parts.items()}
+            return web.json_response(result)
 except Exception as e:  # not in ComfyUI
     print("comfyui_cost_probe: inactive:", e)
