@@ -49,6 +49,9 @@ else
   ln -s "$ROOT/integrations/comfyui" "$WORK/ComfyUI/custom_nodes/genscope_comfyui"
 fi
 
+# A test-only custom node that notes when ComfyUI sends each execution message.
+ln -s "$ROOT/tests/peers/comfyui_message_clock" "$WORK/ComfyUI/custom_nodes/genscope_test_message_clock"
+
 /usr/bin/python3 "$ROOT/tests/peers/comfyui_nodes.py" --comfyui "$WORK/ComfyUI" --site "$SITE" \
   --genscope-python "$BUILD/python" --work "$WORK" --port "${GENSCOPE_COMFYUI_PORT:-8198}"
 rc=$?
