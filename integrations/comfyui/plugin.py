@@ -1,5 +1,6 @@
 """Sets genscope up inside a running ComfyUI: monitor, recorder, hooks, routes."""
 
+import json
 import logging
 import os
 import queue
@@ -7,7 +8,7 @@ import threading
 
 from . import hooks, routes
 from .recorder import PromptRecorder
-from .store import RunStore, env_flag, load_settings, log_line
+from .store import RunStore, log_line
 
 log = logging.getLogger("genscope.comfyui")
 
@@ -72,6 +73,24 @@ def prompt_lookup(server_instance):
                 return item[2], item[3]
         return None
     return lookup
+
+
+def env_flag(value):
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def load_settings(path):
+    """Optional settings file <user>/genscope/settings.json: {"runs_dir", "record",
+    "history_db", "sample_interval_ms"}; a broken file is logged and ignored."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except FileNotFoundError:
+        return {}
+    except Exception as e:
+        log.warning("genscope: ignoring settings %s: %s", path, e)
+        return {}
 
 
 def settings(user_dir, environ):

@@ -13,6 +13,7 @@ Timing: a node's step begins when ComfyUI says `executing` for it and ends at th
 success/error/interrupt message: the time between ComfyUI's own messages.
 """
 
+import logging
 import threading
 import time
 
@@ -126,7 +127,6 @@ class PromptRecorder:
                     self._finish(self.finish_pending)
                 except Exception as e:
                     self._reset()
-                    import logging
                     logging.getLogger("genscope.comfyui").warning(
                         "genscope: finishing a run failed: %s: %s", type(e).__name__, e)
 

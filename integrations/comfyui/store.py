@@ -1,7 +1,6 @@
 """Where finished runs go: one run document per prompt in a folder, a short in-memory list of
 recent runs for the routes, and the counters of /genscope/metrics."""
 
-import json
 import logging
 import os
 import re
@@ -169,21 +168,3 @@ class RunStore:
             lines.append(f'genscope_comfyui_node_seconds_total{{class_type="{esc(cls)}",'
                          f'status="{esc(status)}"}} {seconds:.6f}')
         return "\n".join(lines) + "\n"
-
-
-def env_flag(value):
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
-
-
-def load_settings(path):
-    """Optional settings file <user>/genscope/settings.json: {"runs_dir", "record",
-    "history_db", "sample_interval_ms"}; a broken file is logged and ignored."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        return data if isinstance(data, dict) else {}
-    except FileNotFoundError:
-        return {}
-    except Exception as e:
-        log.warning("genscope: ignoring settings %s: %s", path, e)
-        return {}

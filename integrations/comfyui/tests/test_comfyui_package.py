@@ -314,6 +314,25 @@ class PackageTest(unittest.TestCase):
         self.plugin.flush()
         self.assertTrue(os.path.isfile(os.path.join(runs, "e1.json")))
 
+    def test_settings_file(self):
+        folder = os.path.join(self.tmp.name, "genscope")
+        os.makedirs(folder)
+        runs = os.path.join(self.tmp.name, "from-settings")
+        with open(os.path.join(folder, "settings.json"), "w") as f:
+            f.write('{"runs_dir": "%s", "sample_interval_ms": 50}' % runs)
+        fake, _, logs = self.load()
+        self.assertIn(runs, logs[-1])
+        fake_comfy.prompt_worker(fake, [("s1", workflow(fake), {})])
+        self.plugin.flush()
+        doc = genscope.read_run(os.path.join(runs, "s1.json"))
+        self.assertEqual(doc["series"]["interval_ns"], 50_000_000)
+        with open(os.path.join(folder, "settings.json"), "w") as f:
+            f.write("{broken")
+        fake_comfy.remove_modules()
+        fake, _, logs = self.load()  # a broken file: logged, defaults used
+        self.assertTrue(any("ignoring settings" in line for line in logs), logs)
+        self.assertIn(os.path.join(folder, "runs"), logs[-1])
+
     # -- routes ---------------------------------------------------------------------------
 
     def test_routes(self):
