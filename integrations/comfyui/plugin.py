@@ -28,37 +28,34 @@ class Plugin:
 
 
 class Writer:
-    """Writes run documents (atomic, with fsync: tens of ms) and the per-prompt log line on a
-    thread of its own, so ComfyUI's prompt thread never waits for the disk."""
+    """Finishes runs, writes their documents (atomic, with fsync: tens of ms) and the
+    per-prompt log line on a thread of its own, so ComfyUI's prompt thread never waits for
+    them."""
 
-    def __init__(self, store):
-        self.store = store
+    def __init__(self):
         self.queue = queue.Queue()
         self.thread = threading.Thread(target=self._work, name="genscope-comfyui-writer",
                                        daemon=True)
         self.thread.start()
 
-    def put(self, doc, summary, entry):
-        self.queue.put((doc, summary, entry))
+    def put(self, work):
+        self.queue.put(work)
 
-    def flush(self, timeout):
+    def flush(self, timeout=30):
+        if threading.current_thread() is self.thread:
+            return True
         done = threading.Event()
-        self.queue.put(done)
+        self.queue.put(done.set)
         return done.wait(timeout)
 
     def _work(self):
         while True:
-            item = self.queue.get()
-            if isinstance(item, threading.Event):
-                item.set()
-                continue
-            doc, summary, entry = item
+            work = self.queue.get()
             try:
-                path = self.store.write(doc, entry)
-                log.info(log_line(doc, summary, path))
+                work()
             except Exception as e:  # a broken document or log handler stops nothing
-                log.warning("genscope: writing the run of prompt %s failed: %s: %s",
-                            summary.get("prompt_id"), type(e).__name__, e)
+                log.warning("genscope: finishing or writing a run failed: %s: %s",
+                            type(e).__name__, e)
 
 
 def prompt_lookup(server_instance):
@@ -142,13 +139,15 @@ def setup(environ=None):
                                record=options["record"], history_db=options["history_db"])
     store = RunStore(options["runs_dir"], genscope.write_run, genscope.read_run)
 
-    writer = Writer(store)
+    writer = Writer()
 
-    def finished(doc, summary):
-        writer.put(doc, summary, store.add(doc, summary))
+    def finished(doc, summary):  # on the writer thread
+        path = store.write(doc, store.add(doc, summary))
+        log.info(log_line(doc, summary, path))
 
     recorder = PromptRecorder(monitor, prompt_lookup(instance), finished, version,
                               oom_state=hooks.cuda_allocator_state)
+    recorder.defer, recorder.wait_deferred = writer.put, writer.flush
     error = hooks.hook_send_sync(instance, recorder)
     if error:
         raise Unavailable(error)

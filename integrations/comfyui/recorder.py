@@ -94,6 +94,11 @@ class PromptRecorder:
         self.oom_state = oom_state  # () -> dict of the allocator's state, or None
         self.lock = threading.RLock()
         self.setup_errors = []  # (source, message) recorded into every run
+        # defer(callable): where a run's finish() and on_finished() run (the plugin's writer
+        # thread, off ComfyUI's prompt thread); wait_deferred(): waits for them, so that the
+        # monitor's previous run is finished before the next starts. None: inline.
+        self.defer = None
+        self.wait_deferred = None
         self._reset()
 
     def _reset(self):
@@ -186,6 +191,8 @@ class PromptRecorder:
             self.run.record_monitoring_error(
                 "comfyui", f"the next prompt {prompt_id} started before this one ended")
             self._finish("unfinished")
+        if self.wait_deferred is not None:
+            self.wait_deferred()
         found = None
         try:
             found = self.prompt_lookup(prompt_id)
@@ -236,10 +243,15 @@ class PromptRecorder:
             run.label("comfyui.status", status)
             run.label("comfyui.nodes_executed", str(self.nodes_executed))
             run.label("comfyui.nodes_cached", str(self.nodes_cached))
-            doc = run.finish()
         finally:
             self._reset()
-        self.on_finished(doc, summary)
+
+        def complete():  # every step is ended: any thread may finish the run
+            self.on_finished(run.finish(), summary)
+        if self.defer is None:
+            complete()
+        else:
+            self.defer(complete)
 
     # -- nodes -----------------------------------------------------------------------------
 

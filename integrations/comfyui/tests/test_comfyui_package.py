@@ -149,8 +149,11 @@ class PackageTest(unittest.TestCase):
         finished = self.plugin.recorder.on_finished
         last_sent = []
 
-        def on_finished(doc, summary):  # ComfyUI's own message went out before
-            last_sent.append(fake.server.sent[-1][0])
+        def on_finished(doc, summary):  # after ComfyUI's own message, off its thread
+            prompt_id = summary["prompt_id"]
+            last_sent.append((threading.get_ident(), any(
+                e == "execution_success" and d.get("prompt_id") == prompt_id
+                for e, d, *_ in fake.server.sent)))
             finished(doc, summary)
         self.plugin.recorder.on_finished = on_finished
         with self.assertLogs("genscope.comfyui", level="INFO") as logs:
@@ -161,7 +164,8 @@ class PackageTest(unittest.TestCase):
         first, second, third = self.docs("p1", "p2", "p3")
         self.assertEqual(first["labels"]["comfyui.client_id"], "abc")
         self.check_first_prompt(first, client=True, title9="Invert it")
-        self.assertEqual(last_sent, ["execution_success"] * 3)
+        self.assertEqual([sent for _, sent in last_sent], [True] * 3)
+        self.assertNotIn(worker, [thread for thread, _ in last_sent])
         self.assertIn("comfyui_workflow", [a["type"] for a in first["attachments"]])
         # unchanged graph: everything cached, skipped, nothing executed
         cached = steps_by_node(second)
