@@ -353,15 +353,24 @@ def run_checks(args):
     try:
         server = Server(args.comfyui, plain_env, args.port, os.path.join(args.work, "comfyui-without.log"))
         try:
-            plain_id = server.post_prompt(with_seed(1))
-            hist_plain = server.wait_history(plain_id)
+            hist_plain = server.wait_history(server.post_prompt(with_seed(1)))
+            # seed 1 again after another seed: is ComfyUI itself deterministic here?
+            server.wait_history(server.post_prompt(with_seed(2)))
+            hist_plain2 = server.wait_history(server.post_prompt(with_seed(1)))
         finally:
             server.stop()
     finally:
         for link in links:
             os.rename(link + ".disabled", link)
-    check(image_pixels(args.comfyui, hist_plain) == image_pixels(args.comfyui, hist_a),
-          "the output image is identical with and without the package")
+    with_px, plain_px = image_pixels(args.comfyui, hist_a), image_pixels(args.comfyui, hist_plain)
+    plain2_px = image_pixels(args.comfyui, hist_plain2)
+    differing = sum(x != y for x, y in zip(with_px[2], plain_px[2]))
+    check(plain_px == plain2_px, "without the package, the same prompt gives the same image twice "
+          "(ComfyUI is deterministic here, so the next check can tell)")
+    check(with_px == plain_px, "the output image is identical with and without the package "
+          f"({differing} of {len(with_px[2])} bytes differ; images "
+          f"{hist_a['outputs']['7']['images'][0]['filename']} / "
+          f"{hist_plain['outputs']['7']['images'][0]['filename']})")
     check(hist_plain["status"]["status_str"] == hist_a["status"]["status_str"] == "success"
           and len(hist_plain["status"]["messages"]) == len(hist_a["status"]["messages"]),
           "ComfyUI's history status is the same with and without the package")
