@@ -33,6 +33,8 @@ from ._genscope import (  # noqa: F401
     Step,
     __version__,
     read_run,
+    render_html,
+    render_metrics,
     render_report,
     write_run,
 )
@@ -72,6 +74,8 @@ __all__ = [
     "STEP_KINDS",
     "TENSOR_ROLES",
     "read_run",
+    "render_html",
+    "render_metrics",
     "render_report",
     "write_run",
     "__version__",

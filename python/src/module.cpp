@@ -5,9 +5,12 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "bindings.hpp"
 #include "genscope/error.hpp"
+#include "genscope/html_report.hpp"
+#include "genscope/metrics.hpp"
 #include "genscope/report.hpp"
 #include "genscope/run_json.hpp"
 #include "genscope/version.hpp"
@@ -144,6 +147,35 @@ PYBIND11_MODULE(_genscope, m) {
       },
       py::arg("doc_or_run"), py::arg("plain") = false, py::arg("series") = false,
       "Renders the console report of a run document (dict) or a Run.");
+
+  m.def(
+      "render_html",
+      [](py::handle docs_or_runs, const std::string& title) {
+        // One document or Run, or a list of them (overlaid in one page).
+        std::vector<genscope::Run> runs;
+        if (py::isinstance<py::list>(docs_or_runs) || py::isinstance<py::tuple>(docs_or_runs)) {
+          for (py::handle item : docs_or_runs) runs.push_back(gp::run_from_python(item));
+        } else {
+          runs.push_back(gp::run_from_python(docs_or_runs));
+        }
+        if (runs.empty()) throw genscope::Error("InvalidArgument", "render_html needs at least one run");
+        py::gil_scoped_release release;
+        return genscope::render_html_report(std::span<const genscope::Run>(runs), {.title = title});
+      },
+      py::arg("doc_or_run"), py::arg("title") = "",
+      "Renders the self-contained HTML report of a run document (dict) or Run, or of a list "
+      "of them; `title` empty: 'genscope report: <pipeline name>'.");
+  m.def(
+      "render_metrics",
+      [](py::handle doc_or_run, bool openmetrics) {
+        genscope::Run run = gp::run_from_python(doc_or_run);
+        py::gil_scoped_release release;
+        return genscope::render_metrics(run, openmetrics ? genscope::MetricsFormat::kOpenMetrics
+                                                         : genscope::MetricsFormat::kPrometheusText);
+      },
+      py::arg("doc_or_run"), py::arg("openmetrics") = false,
+      "The final figures of a run as a Prometheus text 0.0.4 exposition (OpenMetrics 1.0.0 "
+      "with openmetrics=True); names as docs/metrics.md.");
 
   // Python callbacks must stop taking the GIL once the interpreter starts finalizing.
   py::module_::import("atexit").attr("register")(

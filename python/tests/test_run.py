@@ -197,6 +197,30 @@ class RunTest(unittest.TestCase):
         self.assertIn("encode prompt", report)
         self.assertIn("flux-dev", report)
 
+    def test_render_html_and_metrics(self):
+        run = self.monitor.start_run(pipeline="comfyui", model="sd15")
+        with run.step("sampling", "5 KSampler") as step:
+            step.begin_iterations()
+            step.mark_iteration()
+        with run.step("save", "7 SaveImage") as step:
+            step.skip("cached")
+        doc = run.finish()
+        html = genscope.render_html(doc, title="prompt 42")
+        self.assertTrue(html.lstrip().lower().startswith("<!doctype html"))
+        self.assertIn("<title>prompt 42</title>", html)
+        self.assertIn("5 KSampler", html)
+        both = genscope.render_html([doc, run])
+        self.assertIn("genscope report: comfyui", both)
+        text = genscope.render_metrics(doc)
+        self.assertIn('genscope_steps_total{kind="sampling",status="ok"} 1', text)
+        self.assertIn('genscope_steps_total{kind="save",status="skipped"} 1', text)
+        self.assertFalse(text.rstrip().endswith("# EOF"))
+        self.assertTrue(genscope.render_metrics(doc, openmetrics=True).rstrip().endswith("# EOF"))
+        for bad in ([], [1]):
+            with self.assertRaises(genscope.Error) as e:
+                genscope.render_html(bad)
+            self.assertEqual(e.exception.name, "InvalidArgument")
+
     def test_read_run_errors(self):
         folder = scratch_dir()
         with self.assertRaises(genscope.Error) as e:

@@ -58,5 +58,7 @@ void register_lora_command(CLI::App& app, CommandContext& context);
 void register_run_command(CLI::App& app, CommandContext& context);
 /// `genscope watch --pid PID [--log FILE]` (tools/genscope/watch_command.cpp).
 void register_watch_command(CLI::App& app, CommandContext& context);
+/// `genscope comfyui install|uninstall COMFYUI_DIR` (tools/genscope/comfyui_command.cpp).
+void register_comfyui_command(CLI::App& app, CommandContext& context);
 
 }  // namespace genscope::cli

@@ -1,0 +1,446 @@
+"""Unit tests of the ComfyUI node package (integrations/comfyui) against a fake ComfyUI.
+
+Run: PYTHONPATH=build/python python3 -m unittest discover -s integrations/comfyui/tests
+(ctest: python.comfyui). The real ComfyUI: tests/peers/comfyui_nodes.sh.
+"""
+
+import asyncio
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_comfy  # noqa: E402
+from fake_comfy import BaseModel, Patcher, SD1ClipModel, progress  # noqa: E402
+
+import genscope  # noqa: E402
+
+
+def workflow(fake, fail_at=None, interrupt_at=None, exception=None, seed=1):
+    mm = fake.mm
+    clip = Patcher(SD1ClipModel(), 1000)
+    unet = Patcher(BaseModel(), 5000)
+
+    def loader(server):
+        time.sleep(0.02)
+
+    def encode(server):
+        mm.load_models_gpu([clip])
+
+    def sampler(server):
+        mm.load_models_gpu([unet])
+        for i in range(4):
+            time.sleep(0.01)
+            progress(server, i + 1, 4)
+
+    def decode(server):
+        time.sleep(0.005)
+
+    def save(server):
+        return {"images": [{"filename": "x.png"}]}
+
+    prompt = {
+        "1": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "sd15.safetensors"},
+              "_meta": {"title": "Load Checkpoint"}, "run": loader},
+        "8": {"class_type": "LoraLoader", "inputs": {"lora_name": "tiny.safetensors"},
+              "run": loader},
+        "2": {"class_type": "CLIPTextEncode", "inputs": {"text": "a cat"}, "run": encode},
+        "3": {"class_type": "CLIPTextEncode", "inputs": {"text": "blurry"}, "run": encode},
+        "4": {"class_type": "EmptyLatentImage", "inputs": {"width": 64, "height": 64,
+                                                           "batch_size": 1}, "run": decode},
+        "5": {"class_type": "KSampler", "inputs": {"seed": seed, "steps": 4}, "run": sampler},
+        "6": {"class_type": "VAEDecodeTiled", "inputs": {}, "run": decode},
+        "7": {"class_type": "SaveImage", "inputs": {}, "run": save},
+        "9": {"class_type": "ImageInvert", "inputs": {}, "run": decode},
+    }
+    if fail_at:
+        def fail(server):
+            raise exception or ValueError("node exploded")
+        prompt[fail_at]["run"] = fail
+    if interrupt_at:
+        def interrupt(server):
+            raise fake_comfy.InterruptProcessingException()
+        prompt[interrupt_at]["run"] = interrupt
+    return prompt
+
+
+def steps_by_node(doc):
+    return {s["labels"]["comfyui.node_id"]: s for s in doc["steps"]
+            if "comfyui.node_id" in s.get("labels", {})}
+
+
+class PackageTest(unittest.TestCase):
+    def setUp(self):
+        fake_comfy.remove_modules()
+        self.tmp = tempfile.TemporaryDirectory()
+        self.env = {k: os.environ.pop(k) for k in list(os.environ)
+                    if k.startswith("GENSCOPE_COMFYUI")}
+
+    def tearDown(self):
+        fake_comfy.remove_modules()
+        os.environ.update(self.env)
+        self.tmp.cleanup()
+
+    def load(self, **mm_overrides):
+        fake = fake_comfy.make_modules(mm_overrides)
+        fake.folder_paths.user_dir = self.tmp.name
+        with self.assertLogs("genscope.comfyui", level="INFO") as logs:
+            package = fake_comfy.load_package()
+        self.assertIsNotNone(package.PLUGIN, logs.output)
+        self.plugin = package.PLUGIN
+        self.runs_dir = os.path.join(self.tmp.name, "genscope", "runs")
+        return fake, package, logs.output
+
+    def docs(self, *prompt_ids):
+        self.assertTrue(self.plugin.flush())
+        return [genscope.read_run(os.path.join(self.runs_dir, p + ".json")) for p in prompt_ids]
+
+    # -- recording ------------------------------------------------------------------------
+
+    def check_first_prompt(self, doc, client, title9="ImageInvert"):
+        nodes = steps_by_node(doc)
+        self.assertEqual(sorted(nodes), ["1", "2", "3", "4", "5", "6", "7", "8", "9"])
+        kinds = {n: s["kind"] for n, s in nodes.items()}
+        self.assertEqual(kinds, {"1": "model_loading", "8": "lora_application",
+                                 "2": "text_encoding", "3": "text_encoding",
+                                 "4": "latent_generation", "5": "sampling", "6": "vae_decode",
+                                 "7": "save", "9": "custom"})
+        self.assertEqual(nodes["1"]["name"], "1 Load Checkpoint")
+        self.assertEqual(nodes["9"]["name"], "9 " + title9)
+        self.assertEqual(nodes["9"]["labels"]["comfyui.class_type"], "ImageInvert")
+        self.assertTrue(all(s["status"] == "ok" and s["parent_id"] == -1 for s in nodes.values()))
+        self.assertEqual(nodes["5"]["iterations"]["count"], 4)
+        # the sampler's iterations start after its model was loaded
+        self.assertLess(nodes["5"]["iterations"]["first_ns"], 15e6)
+        self.assertGreaterEqual(nodes["1"]["duration_ns"], 20e6)
+        if client:
+            self.assertEqual(nodes["7"]["counters"], {"images": 1.0})
+        # model loads nested in the node that caused them, with class and bytes
+        nested = [s for s in doc["steps"] if s["parent_id"] == nodes["5"]["id"]]
+        self.assertEqual([s["name"] for s in nested], ["load_models_gpu"])
+        self.assertEqual(nested[0]["kind"], "model_loading")
+        self.assertEqual(nested[0]["labels"]["comfyui.models"], "BaseModel")
+        self.assertEqual(nested[0]["counters"]["bytes"], 5000)
+        inner = [s for s in doc["steps"] if s["parent_id"] == nested[0]["id"]]
+        self.assertEqual([(s["name"], s["labels"]["comfyui.model_class"]) for s in inner],
+                         [("model_load", "BaseModel")])
+        self.assertEqual(inner[0]["labels"]["comfyui.loaded_bytes"], "5000")
+        self.assertEqual(doc["labels"]["comfyui.status"], "success")
+        self.assertEqual(doc["labels"]["comfyui.version"], "0.3.18")
+        self.assertEqual(doc["pipeline"]["model"], "sd15.safetensors")
+        self.assertEqual(doc["pipeline"]["parameters"]["seed"], "1")
+        self.assertEqual(doc["pipeline"]["parameters"]["loras"], "tiny.safetensors")
+        types = [a["type"] for a in doc["attachments"]]
+        self.assertIn("comfyui_prompt", types)
+        self.assertEqual(doc["monitoring_errors"], [])
+        rss = [m for m in nodes["5"]["metrics"] if m["name"] == "process.rss_bytes"][0]
+        self.assertEqual(rss["peak_source"], "exact")
+
+    def test_prompts_with_a_client_id(self):
+        fake, _, _ = self.load()
+        extra = {"client_id": "abc", "extra_pnginfo": {"workflow": {"nodes": [
+            {"id": 9, "title": "Invert it"}]}}}
+        prompt = workflow(fake)
+        finished = self.plugin.recorder.on_finished
+        last_sent = []
+
+        def on_finished(doc, summary):  # after ComfyUI's own message, off its thread
+            prompt_id = summary["prompt_id"]
+            last_sent.append((threading.get_ident(), any(
+                e == "execution_success" and d.get("prompt_id") == prompt_id
+                for e, d, *_ in fake.server.sent)))
+            finished(doc, summary)
+        self.plugin.recorder.on_finished = on_finished
+        with self.assertLogs("genscope.comfyui", level="INFO") as logs:
+            worker = fake_comfy.prompt_worker(fake, [("p1", prompt, extra),
+                                                     ("p2", prompt, extra),
+                                                     ("p3", workflow(fake, seed=2), extra)])
+            self.plugin.flush()
+        first, second, third = self.docs("p1", "p2", "p3")
+        self.assertEqual(first["labels"]["comfyui.client_id"], "abc")
+        self.check_first_prompt(first, client=True, title9="Invert it")
+        self.assertEqual([sent for _, sent in last_sent], [True] * 3)
+        self.assertNotIn(worker, [thread for thread, _ in last_sent])
+        self.assertIn("comfyui_workflow", [a["type"] for a in first["attachments"]])
+        # unchanged graph: everything cached, skipped, nothing executed
+        cached = steps_by_node(second)
+        self.assertEqual({s["status"] for s in cached.values()}, {"skipped"})
+        self.assertEqual(cached["5"]["error"]["message"], "cached")
+        self.assertEqual(second["labels"]["comfyui.nodes_cached"], "9")
+        self.assertEqual(second["labels"]["comfyui.nodes_executed"], "0")
+        # every message went through on the worker thread, never elsewhere
+        self.assertTrue(all(t == worker for *_, t in fake.server.sent))
+        self.assertEqual(len([l for l in logs.output if "genscope: prompt p" in l]), 3)
+        self.assertRegex(logs.output[0], r"prompt p1 success in \d+\.\d\d s, 9 nodes run, "
+                                         r"0 cached, peak RSS \d+\.\d\d GiB -> .*p1\.json")
+        # a changed seed: the sampler and what follows it run again, the rest is cached
+        status = {n: s["status"] for n, s in steps_by_node(third).items()}
+        self.assertEqual(status, {"1": "skipped", "8": "skipped", "2": "skipped", "3": "skipped",
+                                  "4": "skipped", "5": "ok", "6": "ok", "7": "ok", "9": "ok"})
+
+    def test_prompts_without_a_client_id(self):
+        fake, _, _ = self.load()
+        fake_comfy.prompt_worker(fake, [("q1", workflow(fake), {}),
+                                        ("q2", workflow(fake), {})])
+        # ComfyUI itself sent only progress to its clients
+        self.assertEqual({e for e, *_ in fake.server.sent}, {"progress"})
+        first, second = self.docs("q1", "q2")
+        self.check_first_prompt(first, client=False)
+        self.assertNotIn("comfyui.client_id", first["labels"])
+        self.assertEqual({s["status"] for s in steps_by_node(second).values()}, {"skipped"})
+
+    def test_failing_node(self):
+        fake, _, _ = self.load()
+        fake_comfy.prompt_worker(fake, [("f1", workflow(fake, fail_at="6"), {"client_id": "c"})])
+        doc, = self.docs("f1")
+        nodes = steps_by_node(doc)
+        self.assertEqual(nodes["6"]["status"], "failed")
+        self.assertEqual(nodes["6"]["error"], {"type": "builtins.ValueError",
+                                               "message": "node exploded"})
+        self.assertEqual([n for n, s in nodes.items() if s["status"] == "failed"], ["6"])
+        self.assertNotIn("7", nodes)
+        self.assertEqual(doc["labels"]["comfyui.status"], "error")
+        self.assertIn("comfyui_traceback", [a["type"] for a in nodes["6"]["attachments"]])
+        self.assertEqual(self.plugin.store.recent[-1]["failed_node"], "6")
+
+    def test_out_of_memory_records_the_allocator_state(self):
+        fake, _, _ = self.load()
+        states = []
+        self.plugin.recorder.oom_state = lambda: states.append(1) or {"allocated_bytes": 123}
+
+        class OutOfMemoryError(RuntimeError):
+            pass
+        OutOfMemoryError.__module__ = "torch.cuda"
+        OutOfMemoryError.__qualname__ = "OutOfMemoryError"
+        fake_comfy.prompt_worker(fake, [("o1", workflow(fake, fail_at="5",
+                                                        exception=OutOfMemoryError("CUDA out of "
+                                                                                   "memory")),
+                                         {"client_id": "c"})])
+        doc, = self.docs("o1")
+        step = steps_by_node(doc)["5"]
+        self.assertEqual(step["error"]["type"], "torch.cuda.OutOfMemoryError")
+        state = [a for a in step["attachments"] if a["type"] == "allocator_state"]
+        self.assertEqual(state[0]["data"], {"allocated_bytes": 123})
+
+    def test_interrupted(self):
+        fake, _, _ = self.load()
+        fake_comfy.prompt_worker(fake, [("i1", workflow(fake, interrupt_at="5"), {})])
+        doc, = self.docs("i1")
+        step = steps_by_node(doc)["5"]
+        self.assertEqual(step["status"], "failed")
+        self.assertEqual(step["labels"]["comfyui.interrupted"], "true")
+        self.assertEqual(doc["labels"]["comfyui.status"], "interrupted")
+
+    def test_changed_signature_is_a_monitoring_error_not_a_comfyui_error(self):
+        def load_models_gpu(model_list, memory_required=0):  # renamed parameter
+            return "loaded"
+        fake, _, logs = self.load(load_models_gpu=load_models_gpu)
+        self.assertIn("1 hook(s) not installed", logs[-1])
+        self.assertIs(fake.mm.load_models_gpu, load_models_gpu)  # left alone
+        fake_comfy.prompt_worker(fake, [("s1", workflow(fake), {"client_id": "c"})])
+        doc, = self.docs("s1")
+        self.assertEqual(doc["labels"]["comfyui.status"], "success")
+        errors = [e["message"] for e in doc["monitoring_errors"]]
+        self.assertEqual(len(errors), 1)
+        self.assertIn("load_models_gpu has parameters ['model_list', 'memory_required']", errors[0])
+
+    def test_hook_failure_inside_a_wrapper_leaves_comfyui_alone(self):
+        fake, _, _ = self.load()
+
+        class Broken(Patcher):
+            def model_size(self):
+                raise RuntimeError("model_size changed")
+        result = []
+        prompt = workflow(fake)
+        prompt["2"]["run"] = lambda server: result.append(
+            fake.mm.load_models_gpu([Broken(SD1ClipModel(), 1)]))
+        fake_comfy.prompt_worker(fake, [("h1", prompt, {"client_id": "c"})])
+        self.assertEqual(result, ["loaded"])
+        doc, = self.docs("h1")
+        self.assertEqual(doc["labels"]["comfyui.status"], "success")
+        errors = [e["message"] for s in doc["steps"] for e in
+                  s.get("monitoring_errors", [])] + [e["message"] for e in doc["monitoring_errors"]]
+        self.assertTrue(any("model_size changed" in e for e in errors), errors)
+
+    def test_model_exception_passes_through_unchanged(self):
+        boom = KeyError("weights")
+
+        def load_models_gpu(models, memory_required=0):
+            raise boom
+        fake, _, _ = self.load(load_models_gpu=load_models_gpu)
+        seen = []
+
+        def encode(server):
+            try:
+                fake.mm.load_models_gpu([Patcher(SD1ClipModel(), 1)])
+            except KeyError as e:
+                seen.append(e)
+        prompt = workflow(fake)
+        prompt["2"]["run"] = encode
+        fake_comfy.prompt_worker(fake, [("x1", prompt, {"client_id": "c"})])
+        self.assertEqual(seen, [boom])
+        doc, = self.docs("x1")
+        load = [s for s in doc["steps"] if s["name"] == "load_models_gpu"][0]
+        self.assertEqual(load["status"], "failed")
+        self.assertEqual(load["error"]["type"], "builtins.KeyError")
+
+    def test_message_from_another_thread_is_ignored(self):
+        fake, _, _ = self.load()
+        recorder = self.plugin.recorder
+        prompt = workflow(fake)
+
+        def sampler(server):
+            t = threading.Thread(target=lambda: server.send_sync(
+                "executing", {"node": "6", "prompt_id": "t1"}, None))
+            t.start()
+            t.join()
+        prompt["5"]["run"] = sampler
+        fake_comfy.prompt_worker(fake, [("t1", prompt, {"client_id": "c"})])
+        doc, = self.docs("t1")
+        self.assertEqual(len(steps_by_node(doc)), 9)
+        self.assertTrue(any("another thread" in e["message"] for e in doc["monitoring_errors"]))
+        self.assertIsNone(recorder.run)
+
+    def test_settings_from_the_environment(self):
+        runs = os.path.join(self.tmp.name, "elsewhere")
+        os.environ["GENSCOPE_COMFYUI_RUNS_DIR"] = runs
+        try:
+            fake, _, logs = self.load()
+        finally:
+            del os.environ["GENSCOPE_COMFYUI_RUNS_DIR"]
+        self.assertIn(runs, logs[-1])
+        fake_comfy.prompt_worker(fake, [("e1", workflow(fake), {})])
+        self.plugin.flush()
+        self.assertTrue(os.path.isfile(os.path.join(runs, "e1.json")))
+
+    def test_settings_file(self):
+        folder = os.path.join(self.tmp.name, "genscope")
+        os.makedirs(folder)
+        runs = os.path.join(self.tmp.name, "from-settings")
+        with open(os.path.join(folder, "settings.json"), "w") as f:
+            f.write('{"runs_dir": "%s", "sample_interval_ms": 50}' % runs)
+        fake, _, logs = self.load()
+        self.assertIn(runs, logs[-1])
+        fake_comfy.prompt_worker(fake, [("s1", workflow(fake), {})])
+        self.plugin.flush()
+        doc = genscope.read_run(os.path.join(runs, "s1.json"))
+        self.assertEqual(doc["series"]["interval_ns"], 50_000_000)
+        with open(os.path.join(folder, "settings.json"), "w") as f:
+            f.write("{broken")
+        fake_comfy.remove_modules()
+        fake, _, logs = self.load()  # a broken file: logged, defaults used
+        self.assertTrue(any("ignoring settings" in line for line in logs), logs)
+        self.assertIn(os.path.join(folder, "runs"), logs[-1])
+
+    # -- routes ---------------------------------------------------------------------------
+
+    def test_routes(self):
+        try:
+            from aiohttp import web
+            from aiohttp.test_utils import TestClient, TestServer
+        except ImportError:
+            self.skipTest("aiohttp is not installed (ComfyUI's server needs it)")
+        fake, _, _ = self.load()
+        fake_comfy.prompt_worker(fake, [("r1", workflow(fake), {"client_id": "c"}),
+                                        ("r2", workflow(fake, fail_at="6", seed=5), {"client_id": "c"})])
+        self.plugin.flush()
+
+        async def scenario():
+            app = web.Application()
+            app.add_routes(fake.server.routes)
+            async with TestClient(TestServer(app)) as client:
+                runs = await (await client.get("/genscope/runs")).json()
+                doc = await (await client.get("/genscope/runs/r1")).json()
+                html = await client.get("/genscope/runs/r1/report.html")
+                missing = await client.get("/genscope/runs/nope")
+                bad = await client.get("/genscope/runs/..%2Fx")
+                metrics = await client.get("/genscope/metrics")
+                return (runs, doc, html.status, html.content_type, await html.text(),
+                        missing.status, bad.status, metrics.headers["Content-Type"],
+                        await metrics.text())
+
+        runs, doc, status, ctype, html, missing, bad, mtype, metrics = asyncio.run(scenario())
+        self.assertEqual([r["prompt_id"] for r in runs], ["r2", "r1"])
+        self.assertEqual(runs[0]["status"], "error")
+        self.assertEqual(runs[0]["failed_node"], "6")
+        self.assertEqual(runs[1]["nodes_executed"], 9)
+        self.assertGreater(runs[1]["peak_rss_bytes"], 0)
+        self.assertEqual(doc["labels"]["comfyui.prompt_id"], "r1")
+        self.assertEqual((status, ctype), (200, "text/html"))
+        self.assertIn("5 KSampler", html)
+        self.assertEqual((missing, bad), (404, 404))
+        self.assertEqual(mtype, "text/plain; version=0.0.4; charset=utf-8")
+        self.assertIn('genscope_comfyui_prompts_total{status="success"} 1', metrics)
+        self.assertIn('genscope_comfyui_prompts_total{status="error"} 1', metrics)
+        self.assertIn('genscope_comfyui_nodes_total{class_type="VAEDecodeTiled",status="failed"} 1',
+                      metrics)
+        self.assertIn('genscope_steps_total{kind="vae_decode",status="failed"} 1', metrics)
+
+
+class LoadingTest(unittest.TestCase):
+    """ComfyUI must start whatever happens: one line, valid NODE_CLASS_MAPPINGS."""
+
+    def load_in_child(self, code_before, pythonpath):
+        here = os.path.dirname(os.path.abspath(__file__))
+        code = (code_before + "\nimport logging, sys\nlogging.basicConfig(level=logging.INFO, "
+                "format='%(name)s %(message)s')\n" + f"sys.path.insert(0, {here!r})\n"
+                "import fake_comfy\nm = fake_comfy.load_package()\n"
+                "print('MAPPINGS', m.NODE_CLASS_MAPPINGS, m.PLUGIN)\n")
+        env = dict(os.environ, PYTHONPATH=pythonpath)
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              text=True, timeout=60)
+
+    def test_without_the_genscope_module(self):
+        out = self.load_in_child("import sys; sys.modules['genscope'] = None", "")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("MAPPINGS {} None", out.stdout)
+        lines = [l for l in out.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, out.stderr)
+        self.assertIn("genscope: not monitoring: the genscope Python module is not importable",
+                      lines[0])
+
+    def test_outside_comfyui(self):
+        out = self.load_in_child("", os.environ.get("PYTHONPATH", ""))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("MAPPINGS {} None", out.stdout)
+        lines = [l for l in out.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, out.stderr)
+        self.assertIn("this does not look like ComfyUI", lines[0])
+
+    def test_comfyui_without_a_server_instance(self):
+        out = self.load_in_child(
+            f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
+            "import fake_comfy as f; f.make_modules(); f.FakeServer.instance = None",
+            os.environ.get("PYTHONPATH", ""))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("PromptServer.instance is not set", out.stderr)
+
+
+class KindsTest(unittest.TestCase):
+    def test_kinds(self):
+        sys.path.insert(0, os.path.dirname(fake_comfy.PACKAGE_DIR))
+        from importlib import util
+        spec = util.spec_from_file_location("gs_kinds",
+                                            os.path.join(fake_comfy.PACKAGE_DIR, "kinds.py"))
+        kinds = util.module_from_spec(spec)
+        spec.loader.exec_module(kinds)
+        cases = {"CheckpointLoaderSimple": "model_loading", "CheckpointLoader": "model_loading",
+                 "LoraLoader": "lora_application", "LoraLoaderModelOnly": "lora_application",
+                 "CLIPTextEncode": "text_encoding", "CLIPTextEncodeSDXL": "text_encoding",
+                 "EmptyLatentImage": "latent_generation", "VAEEncode": "latent_generation",
+                 "VAEEncodeTiled": "latent_generation", "KSampler": "sampling",
+                 "KSamplerAdvanced": "sampling", "VAEDecode": "vae_decode",
+                 "VAEDecodeTiled": "vae_decode", "SaveImage": "save", "PreviewImage": "save",
+                 "SaveAnimatedWEBP": "save", "ImageScale": "custom", "": "custom", None: "custom"}
+        for cls, kind in cases.items():
+            self.assertEqual(kinds.step_kind(cls), kind, cls)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING)
+    unittest.main()
