@@ -7,6 +7,8 @@ wheel; the pure-Python package comes from python/genscope. Environment:
   build-pip/ in the checkout); reusing it makes the next install incremental;
 - CMAKE_ARGS: extra CMake arguments (e.g. -DCMAKE_CXX_COMPILER_LAUNCHER=ccache);
 - CMAKE_BUILD_PARALLEL_LEVEL: build jobs (default: all cores);
+- GENSCOPE_PIP_CMAKE_DIR: the CMake build folder of pip's own build (default
+  GENSCOPE_PIP_BUILD_DIR/cmake);
 - GENSCOPE_CMAKE_BUILD_DIR: an existing, configured build of this checkout (scripts/setup's
   build/): its `_genscope` target is brought up to date there and packaged, instead of
   configuring and compiling a second build (the test suite's pip test uses it).
@@ -49,7 +51,7 @@ class CMakeBuild(build_ext):
                                    "build (no CMakeCache.txt)")
             self.build_and_copy(ext, build_dir)
             return
-        build_dir = BUILD_BASE / "cmake"
+        build_dir = Path(os.environ.get("GENSCOPE_PIP_CMAKE_DIR") or BUILD_BASE / "cmake").resolve()
         build_dir.mkdir(parents=True, exist_ok=True)
         args = [
             f"-DPython3_EXECUTABLE={sys.executable}",

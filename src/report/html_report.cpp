@@ -132,6 +132,12 @@ void steps_table(std::string& out, const Run& run, std::size_t r, std::size_t ru
            std::to_string(s.id + 1) + "</td><td class=\"depth" + std::to_string(std::min(d, 3)) +
            "\"><span class=\"step-name\">" + esc(s.name) + "</span>" +
            (s.source.empty() ? "" : " <span class=\"note\">" + esc(s.source) + "</span>") +
+           (detail::step_inferred(s)
+                ? " <span class=\"note inferred\" title=\"" +
+                      esc(s.inferred ? "inferred from the evidence around it"
+                                     : "end: " + s.closed_by) +
+                      "\">~ inferred</span>"
+                : "") +
            "</td><td>" + esc(to_string(s.kind)) +
            (s.thread != 0 ? " <span class=\"note\">thread " + std::to_string(s.thread) + "</span>"
                           : "") +
@@ -149,7 +155,9 @@ void steps_table(std::string& out, const Run& run, std::size_t r, std::size_t ru
     } else {
       const IterationStats it = summarize_iterations(s.iteration_ns);
       out += "<td class=\"num\">" + std::to_string(it.count) + " &middot; " +
-             fixed(it.iterations_per_second, "%.2f it/s") + "</td>";
+             fixed(it.iterations_per_second, "%.2f it/s") +
+             (s.iterations_inferred ? " <span class=\"note inferred\">~ inferred</span>" : "") +
+             "</td>";
     }
     out += "</tr>";
   }

@@ -159,14 +159,25 @@ EOF
 /usr/bin/time -f "%M" -o flood.rss timeout 300 "$g" run --quiet --out flood -- $py flood.py 200000 200000 2>/dev/null \
   || fail "flood: genscope failed"
 $py - <<'EOF' || fail "flood"
-import json, os
+import json, os, re
 d = json.load(open("flood/run.json"))
 step = [s for s in d["steps"] if s["name"] == "flood"][0]
-assert step["counters"]["c"] == 200000, step["counters"]  # 200 MB of valid events, none lost
 errors = [e for e in d["monitoring_errors"] if e["source"] == "events"]
 assert len(errors) <= 21, len(errors)
-assert any("counted here, not kept (repeated 199980 times)" in e["message"] for e in errors), errors
+# Every line is either analysed or reported lost: before CMD's end back-pressure keeps them
+# all; after it the 10 s catch-up budget may cut the tail on a loaded machine, and says how
+# many lines it cut (a note of the run).
+notes = " ".join(d.get("notes", []))
+m = re.search(r"(\d+) event-channel lines were not analysed", notes)
+lost = int(m.group(1)) if m else 0
+valid = step["counters"].get("c", 0)
+m = re.search(r"counted here, not kept \(repeated (\d+) times\)", " ".join(e["message"] for e in errors))
+invalid = 20 + int(m.group(1)) if m else len(errors)
+assert valid + invalid + lost in (400000, 400001), (valid, invalid, lost, notes)  # (+ the end line)
+if lost == 0:
+    assert valid == 200000 and invalid == 200000, (valid, invalid)  # 200 MB of valid events
 assert os.path.getsize("flood/run.json") < 2 << 20, os.path.getsize("flood/run.json")
+print(f"flood: {valid} valid + {invalid} invalid lines analysed, {lost} reported not analysed")
 EOF
 echo "flood: 200 MB of valid events + 200k distinct invalid lines: genscope max RSS $(cat flood.rss) KiB"
 

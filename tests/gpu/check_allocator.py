@@ -49,7 +49,7 @@ def allocator_exactness(ctx):
     torch, genscope = ctx.torch, ctx.need_genscope()
     dev = f"cuda:{device}"
     torch.cuda.synchronize(device)
-    monitor = genscope.Monitor(sample_interval_ms=10, nvml=False)
+    monitor = genscope.Monitor(sample_interval_ms=10, max_sample_interval_ms=10, nvml=False)
     monitor.add_torch_cuda_allocator(device=device)
     run = monitor.start_run(pipeline="gpu-check", model="allocator")
     rows = []

@@ -82,7 +82,7 @@ def driver_answers(path):
 CHILD = textwrap.dedent("""
     import json, sys, time
     import genscope
-    monitor = genscope.Monitor(sample_interval_ms=10)
+    monitor = genscope.Monitor(sample_interval_ms=10, max_sample_interval_ms=10)
     run = monitor.start_run(pipeline="gpu-check", model="nvml-unsupported")
     with run.step("custom", "work while a call is refused"):
         time.sleep(0.3)
@@ -159,7 +159,7 @@ def cuda_out_of_memory(ctx):
     torch, genscope = ctx.torch, ctx.need_genscope()
     dev = f"cuda:{device}"
     total = torch.cuda.get_device_properties(device).total_memory
-    monitor = genscope.Monitor(sample_interval_ms=10)
+    monitor = genscope.Monitor(sample_interval_ms=10, max_sample_interval_ms=10)
     monitor.add_torch_cuda_allocator(device=device)
     run = monitor.start_run(pipeline="gpu-check", model="oom")
     keep = torch.empty(256 * MIB, dtype=torch.uint8, device=dev)

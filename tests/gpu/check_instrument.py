@@ -45,7 +45,7 @@ def instrument_on_cuda(ctx):
     call = dict(num_inference_steps=8, height=256, width=256, seed=1)
     plain = pipe("a lighthouse at dusk", **call)
 
-    monitor = genscope.Monitor(sample_interval_ms=10)
+    monitor = genscope.Monitor(sample_interval_ms=10, max_sample_interval_ms=10)
     monitor.add_torch_cuda_allocator(device=device)
     run = monitor.start_run(pipeline="gpu-check", model="tiny-pipeline")
     seen = {"text": [], "sampling": None, "decode": None}

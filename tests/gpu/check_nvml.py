@@ -106,7 +106,7 @@ def process_memory_against_compute_apps(ctx):
     x = torch.empty(1024 * MIB, dtype=torch.uint8, device=f"cuda:{device}")
     x.fill_(7)
     torch.cuda.synchronize(device)
-    monitor = genscope.Monitor(sample_interval_ms=50)
+    monitor = genscope.Monitor(sample_interval_ms=50, max_sample_interval_ms=50)
     run = monitor.start_run(pipeline="gpu-check", model="process-memory")
     with run.step("custom", "hold 1 GiB"):
         time.sleep(0.2)

@@ -35,7 +35,7 @@ def run_command_child(ctx):
         for f in glob.glob(os.path.join(folder, "*")):
             os.remove(f)
     child = os.path.join(ctx.source_dir, "tests", "gpu", "child_pipeline.py")
-    process = subprocess.Popen([ctx.cli, "run", "--out", out, "--quiet", "--interval", "10",
+    process = subprocess.Popen([ctx.cli, "run", "--out", out, "--quiet", "--interval", "10", "--max-interval", "10",
                                 "--", ctx.python, child, sync],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env=ctx.child_env())

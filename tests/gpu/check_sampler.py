@@ -31,7 +31,7 @@ def sampler_plateau(ctx):
     index, matched = ctx.nvml_index(device)
     torch.cuda.synchronize(device)
     torch.cuda.empty_cache()
-    monitor = genscope.Monitor(sample_interval_ms=INTERVAL_MS)
+    monitor = genscope.Monitor(sample_interval_ms=INTERVAL_MS, max_sample_interval_ms=INTERVAL_MS)
     run = monitor.start_run(pipeline="gpu-check", model="plateau")
     mid = None
     with run.step("custom", "plateau"):

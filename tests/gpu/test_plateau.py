@@ -41,7 +41,7 @@ class PlateauTest(unittest.TestCase):
         self.addCleanup(os.remove, f.name)
         os.environ["GENSCOPE_FAKE_NVML_SCENARIO"] = f.name
         genscope = load_genscope()
-        monitor = genscope.Monitor(sample_interval_ms=10, nvml_library=FAKE)
+        monitor = genscope.Monitor(sample_interval_ms=10, max_sample_interval_ms=10, nvml_library=FAKE)
         run = monitor.start_run()
         with run.step("custom", "plateau"):
             time.sleep(2.0)

@@ -12,9 +12,10 @@ downloaded.) The build goes through setup.py -> CMake. Two modes (GENSCOPE_PIP_M
   already compiled: the packaging, metadata and venv import are tested without a second
   compile;
 - clean (test python.pip_install_clean, label "slow"): a fresh CMake build folder of pip's
-  own, configured and built from nothing, as a user's `pip install .` does. The main build's
-  compiler launcher (ccache, which scripts/setup configures) is passed on, so the compiler
-  runs are cache hits when the sources are those the main build compiled.
+  own (build-pip-clean-PID/ in the checkout, removed afterwards), configured and built from
+  nothing, as a user's `pip install .` does. The main build's compiler launcher (ccache,
+  which scripts/setup configures) is passed on, so the compiler runs are cache hits when the
+  sources are those the main build compiled.
 Skipped, with the reason printed, only where venv or pip are missing.
 """
 
@@ -85,6 +86,13 @@ class PipInstallTest(unittest.TestCase):
         else:
             env.pop("GENSCOPE_CMAKE_BUILD_DIR", None)
             env["CMAKE_ARGS"] = (env.get("CMAKE_ARGS", "") + " " + launcher_args()).strip()
+            # A fresh build folder one level under the checkout, like build/: ccache (keyed on
+            # paths relative to the build folder, scripts/lib/common.sh) then finds the main
+            # build's objects.
+            cmake_dir = os.path.join(SOURCE, f"build-pip-clean-{os.getpid()}")
+            shutil.rmtree(cmake_dir, ignore_errors=True)
+            self.addCleanup(shutil.rmtree, cmake_dir, True)
+            env["GENSCOPE_PIP_CMAKE_DIR"] = cmake_dir
         pip = [os.path.join(venv, "bin", "pip"), "install", "--no-index", "--no-build-isolation",
                SOURCE]
         done = subprocess.run(pip, capture_output=True, text=True, timeout=1700, env=env,
