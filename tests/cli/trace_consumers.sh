@@ -3,7 +3,8 @@
 # engine (npm @paulirish/trace_engine, the Performance panel's engine) and speedscope's
 # importer (npm speedscope) run under node on the golden run's trace, a `genscope demo
 # --preset small` trace, a `genscope run` trace (a Python denoising loop with a tqdm bar
-# and a memory spike) and a `genscope run` trace of a ComfyUI-style log; compare_trace_consumers.py checks that each consumer
+# and a memory spike), a `genscope run` trace of a ComfyUI-style log and of each prompt of the
+# real ComfyUI's recorded output; compare_trace_consumers.py checks that each consumer
 # (and a catapult-style nesting in doubles) shows every step, attempt and iteration under the
 # parent the run document gives, with no warning. The packages, pinned in
 # tests/trace_consumers/package-lock.json, are installed with `npm ci` into
@@ -86,6 +87,33 @@ timeout 120 "$GENSCOPE" run --quiet --runs announced --out "$tmp/comfy" --trace 
   "$tmp/comfy.sh" > /dev/null 2>&1
 "$py" "$here/check_trace.py" "$tmp/comfy.trace.json" "$tmp/comfy/run.json"
 check comfyui-log "$tmp/comfy.trace.json" "$tmp/comfy/run.json"
+
+# genscope run watching the real ComfyUI v0.3.18's output (tests/fixtures/transcripts/
+# comfyui_real.jsonl: three prompts recorded from ../shared/peers' ComfyUI; replayed byte for
+# byte on its own clock, 20 times faster): every prompt's trace.
+cat > "$tmp/replay.py" <<'PY'
+import json, os, sys, time
+start = time.monotonic()
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    delay = start + e["t"] / 20 - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+    os.write(e["fd"], e["data"].encode())
+PY
+timeout 120 "$GENSCOPE" run --quiet --runs announced --out "$tmp/comfy-real" \
+  --trace "$tmp/comfy-real.trace.json" -- "$py" "$tmp/replay.py" \
+  "$GENSCOPE_SOURCE_DIR/tests/fixtures/transcripts/comfyui_real.jsonl" > /dev/null 2>&1
+n=0
+for doc in "$tmp"/comfy-real/run*.json; do
+  n=$((n + 1))
+  suffix=${doc##*/run}; suffix=${suffix%.json}   # "" for the first run, "-2", "-3"...
+  trace="$tmp/comfy-real.trace$suffix.json"
+  [ -f "$trace" ] || trace="$tmp/comfy-real$suffix.trace.json"
+  "$py" "$here/check_trace.py" "$trace" "$doc"
+  check "comfyui-real-prompt$suffix" "$trace" "$doc"
+done
+[ $n -eq 3 ] || { echo "the real ComfyUI transcript gave $n runs, not its 3 prompts" >&2; exit 1; }
 
 if "$GENSCOPE" demo --help 2>&1 | grep -q -- --preset; then
   timeout 300 "$GENSCOPE" demo --preset small --out "$tmp/demo" --trace "$tmp/demo.trace.json" > /dev/null
