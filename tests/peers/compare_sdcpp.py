@@ -41,7 +41,9 @@ for name, pattern in (("get_learned_condition", r"get_learned_condition complete
 sampling = one("sampling")
 if sampling:
     its = sampling.get("iterations", {}).get("durations_ns", [])
-    bar = printed(r"\| \d+/\d+ - ([0-9.]+)s/it")
+    # sd.cpp prints s/it, or it/s when an iteration takes less than a second (an idle machine)
+    bar = [float(v) if unit == "s/it" else 1.0 / float(v)
+           for v, unit in re.findall(r"\| \d+/\d+ - ([0-9.]+)(s/it|it/s)", out)]
     if len(its) != len(bar):
         fail(f"sampling: {len(its)} iterations, the bar showed {len(bar)} steps")
     for i, (g, w) in enumerate(zip(its, bar)):
