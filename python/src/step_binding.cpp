@@ -27,7 +27,11 @@ std::string describe(py::handle type, py::handle value) {
 
 PyStep::~PyStep() {
   if (!step_.active()) return;
-  if (std::this_thread::get_id() != owner_) {  // garbage-collected on another thread
+  if (python_finalizing()) {
+    // Destroyed while the interpreter exits: the code inside the step never ended it (an
+    // exit from inside the step, a step opened without `with`). Not an "ok" step.
+    step_.fail("the Python interpreter exited with the step open", "InterpreterExit");
+  } else if (std::this_thread::get_id() != owner_) {  // garbage-collected on another thread
     step_.record_monitoring_error("python", "step ended by garbage collection on another thread");
   }
   py::gil_scoped_release release;  // ending samples the probes

@@ -237,5 +237,23 @@ class RunTest(unittest.TestCase):
         self.assertEqual(e.exception.name, "InvalidArgument")
 
 
+    def test_a_step_left_open_when_the_interpreter_exits_is_failed_not_ok(self):
+        # Issue 20: a step opened without `with` (or never ended) is closed at interpreter exit.
+        import subprocess, sys
+        log = os.path.join(scratch_dir(), "exit.log")
+        script = ("import genscope, sys\n"
+                  "m = genscope.Monitor(nvml=False, log_path=sys.argv[1])\n"
+                  "run = m.start_run(pipeline='exit-test')\n"
+                  "s = run.step('custom', 'left open')\n")
+        done = subprocess.run([sys.executable, "-c", script, log], capture_output=True, text=True,
+                              timeout=60, env=dict(os.environ))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        with open(log, encoding="utf-8") as f:
+            ends = [line for line in f if "step end: left open" in line]
+        self.assertEqual(len(ends), 1, ends)
+        self.assertIn("status=failed", ends[0])
+        self.assertIn("the Python interpreter exited with the step open", ends[0])
+
+
 if __name__ == "__main__":
     unittest.main()
