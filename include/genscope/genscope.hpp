@@ -15,6 +15,7 @@
 #include "genscope/run.hpp"
 #include "genscope/run_json.hpp"
 #include "genscope/safetensors.hpp"
+#include "genscope/journal.hpp"
 #include "genscope/sink.hpp"
 #include "genscope/step.hpp"
 #include "genscope/step_kind.hpp"

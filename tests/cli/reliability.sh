@@ -252,6 +252,28 @@ kill -9 $gpid
 for i in $(seq 100); do [ -e killed.marker ] && break; sleep 0.1; done
 [ -e killed.marker ] || fail "kill -9 of genscope: CMD did not reach its end (SIGPIPE?)"
 [ "$(grep -c '^line' killed.out)" -eq 5 ] || fail "kill -9 of genscope: CMD's output lost: $(cat killed.out)"
+# kill -9 of genscope mid-run: the journal (--out DIR/run.journal.json) keeps the run up to its
+# last step end; a run that finishes leaves no journal behind.
+cat > journal.sh <<'EOF'
+ev() { echo "$1" >&"$GENSCOPE_EVENTS_FD"; }
+ev '{"event":"begin","name":"first"}'; sleep 0.2; ev '{"event":"end"}'
+ev '{"event":"begin","name":"second"}'; sleep 0.2; ev '{"event":"end"}'
+ev '{"event":"begin","name":"never ends"}'; sleep 2.5
+EOF
+"$g" run --quiet --out journal -- sh journal.sh > /dev/null 2>&1 & gpid=$!
+for i in $(seq 100); do  # until the second step's end is on disk (bounded: 10 s)
+  grep -q '"second"' journal/run.journal.json 2>/dev/null && break
+  sleep 0.1
+done
+kill -9 $gpid
+wait $gpid 2>/dev/null || true
+"$g" report --plain journal/run.journal.json > journal.txt || fail "journal: genscope report cannot read it"
+grep -q '\[ok\] custom - first' journal.txt && grep -q '\[ok\] custom - second' journal.txt ||
+  fail "journal: the ended steps are not in it: $(cat journal.txt)"
+grep -q 'genscope.journal=partial' journal.txt || fail "journal: not labelled partial"
+"$g" run --quiet --out journal-done -- sh -c 'true' > /dev/null 2>&1 || fail "journal: run failed"
+[ -e journal-done/run.json ] && [ ! -e journal-done/run.journal.json ] ||
+  fail "journal: a finished run left its journal behind: $(ls journal-done)"
 mkfifo log.fifo
 sleep 30 & victim=$!
 timeout 20 "$g" watch --pid $victim --log log.fifo --quiet 2> fifo.err & w=$!

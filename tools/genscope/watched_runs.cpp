@@ -8,6 +8,7 @@
 
 #include "genscope/error.hpp"
 #include "genscope/history.hpp"
+#include "genscope/journal.hpp"
 #include "genscope/report.hpp"
 #include "genscope/run_json.hpp"
 #include "genscope/validation.hpp"
@@ -171,6 +172,10 @@ WatchSession& WatchedRuns::start_session(std::shared_ptr<ProcessTree> tree,
   configure_metrics(options_.metrics, mo);
   monitor_ = std::make_unique<Monitor>(mo);
   metrics_endpoint_ = attach_metrics_endpoint(options_.metrics, *monitor_, command_);
+  if (!options_.out_dir.empty()) {  // the run in progress on disk, for a kill -9 of genscope
+    monitor_->add_sink(
+        make_journal_sink(std::filesystem::path(options_.out_dir) / "run.journal.json"));
+  }
   monitor_->add_probe(tree_->make_probe());
   monitor_->add_probe(make_nvml_probe(options_.nvml_library, tree_));
   WatchOptions wo;
