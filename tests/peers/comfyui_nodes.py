@@ -280,13 +280,15 @@ def run_checks(args):
           f"messages {worst}")
     print("      node times (ours / between messages as sent, s): " + ", ".join(
         f"{n}: {a[n]['duration_ns'] / 1e9:.4f}/{times.get(n, float('nan')):.4f}" for n in sorted(a)))
-    # ... and as a websocket client received them (the event loop's delivery adds its own
-    # delay: only gross differences count here)
+    # ... and as a websocket client received them. The server's event loop delivers them
+    # later, by its own delays (seen: 104 ms for SaveImage's `executed`, which carries the
+    # image, on an idle machine): only gross differences count here; the check against the
+    # messages as ComfyUI sent them, above, is the one held to 2 % or 20 ms.
     received = message_times(listener.of_prompt(ids["A"]))
     far = [(n, round(a[n]["duration_ns"] / 1e9, 4), round(t, 4)) for n, t in received.items()
-           if n in a and abs(a[n]["duration_ns"] / 1e9 - t) > max(0.02 * t, 0.100)]
+           if n in a and abs(a[n]["duration_ns"] / 1e9 - t) > max(0.02 * t, 0.250)]
     check(not far and len(received) == len(a),
-          f"A: and within 2 % or 100 ms of the messages a websocket client received {far}")
+          f"A: and within 2 % or 250 ms of the messages a websocket client received {far}")
     print("      as received on the websocket (s): " + ", ".join(
         f"{n}: {received.get(n, float('nan')):.4f}" for n in sorted(a)))
 
