@@ -34,21 +34,7 @@ void append_int(std::string& out, std::int64_t value) {
 std::string format_iec_bytes(double bytes) {
   if (!std::isfinite(bytes)) return "n/a";
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = std::fabs(bytes);
-  int u = 0;
-  while (v >= 1024.0 && u < 5) {
-    v /= 1024.0;
-    ++u;
-  }
-  char buf[48];
-  const char* sign = bytes < 0 ? "-" : "";
-  if (u == 0) {
-    std::snprintf(buf, sizeof buf, "%s%.0f B", sign, v);
-  } else {
-    std::snprintf(buf, sizeof buf, v < 10 ? "%s%.2f %s" : (v < 100 ? "%s%.1f %s" : "%s%.0f %s"),
-                  sign, v, kUnits[u]);
-  }
-  return buf;
+  return format_scaled_bytes(std::fabs(bytes), bytes < 0 ? "-" : "", kUnits);
 }
 
 std::vector<int> step_depths(const Run& run) {

@@ -1,31 +1,42 @@
-// Human units for reports: bytes (decimal MB/GB as the seeds print them) and durations.
+// Human units for reports: bytes (binary multiples labelled MB/GB as the seeds print them;
+// KiB/MiB for the HTML report) and durations.
 #include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "genscope/report.hpp"
+#include "report/export_util.hpp"
 
 namespace genscope {
 
-std::string format_bytes(double bytes, bool sign) {
-  if (std::isnan(bytes)) return "n/a";
-  const char* prefix = (sign && bytes > 0) ? "+" : (bytes < 0 ? "-" : "");
-  double v = std::fabs(bytes);
-  static constexpr const char* kUnits[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  // Binary multiples, labelled as the seeds (and PyTorch users) label them.
-  while (v >= 1024.0 && u < 4) {
+namespace detail {
+
+std::string format_scaled_bytes(double magnitude, const char* prefix,
+                                std::span<const char* const> units) {
+  double v = magnitude;
+  std::size_t u = 0;
+  while (v >= 1024.0 && u + 1 < units.size()) {
     v /= 1024.0;
     ++u;
   }
   char buf[48];
   if (u == 0) {
-    std::snprintf(buf, sizeof buf, "%s%.0f B", prefix, v);
+    std::snprintf(buf, sizeof buf, "%s%.0f %s", prefix, v, units[0]);
   } else {
     std::snprintf(buf, sizeof buf, v < 10 ? "%s%.2f %s" : (v < 100 ? "%s%.1f %s" : "%s%.0f %s"),
-                  prefix, v, kUnits[u]);
+                  prefix, v, units[u]);
   }
   return buf;
+}
+
+}  // namespace detail
+
+std::string format_bytes(double bytes, bool sign) {
+  if (std::isnan(bytes)) return "n/a";
+  const char* prefix = (sign && bytes > 0) ? "+" : (bytes < 0 ? "-" : "");
+  // Binary multiples, labelled as the seeds (and PyTorch users) label them.
+  static constexpr const char* kUnits[] = {"B", "KB", "MB", "GB", "TB"};
+  return detail::format_scaled_bytes(std::fabs(bytes), prefix, kUnits);
 }
 
 std::string format_duration(double ns, bool plain) {
