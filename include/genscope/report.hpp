@@ -21,7 +21,8 @@ std::string render_console(const Run& run, const ConsoleOptions& options = {});
 /// Renders one attachment (tensor analysis, LoRA report, ...) as the report shows it.
 std::string render_attachment(const Attachment& attachment, const ConsoleOptions& options = {});
 
-/// Renders bytes in human units with a sign when asked: "1.50 GB", "+12.0 MB".
+/// Renders bytes in IEC binary units (three significant digits) with a sign when asked:
+/// "512 B", "1.50 GiB", "+12.0 MiB"; "n/a" for NaN or infinity.
 std::string format_bytes(double bytes, bool sign = false);
 /// Renders a duration: "850 ns", "12.3 µs", "4.56 ms", "2.45 s", "3 min 2.0 s".
 std::string format_duration(double ns, bool plain = false);

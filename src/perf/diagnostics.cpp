@@ -5,6 +5,7 @@
 #include <optional>
 #include <regex>
 
+#include "genscope/report.hpp"
 #include "genscope/statistics.hpp"
 #include "genscope/validation.hpp"
 #include "perf/perf_internal.hpp"
@@ -56,8 +57,7 @@ void headroom(const Run& run, std::vector<Diagnostic>& out) {
     const double free_fraction = (total - w.second) / total;
     if (free_fraction >= kHeadroomFraction) continue;
     out.push_back({"memory_headroom_low", w.first->name,
-                   metric + " peaked at " + std::to_string(w.second / 1e9).substr(0, 6) +
-                       " GB of " + std::to_string(total / 1e9).substr(0, 6) + " GB",
+                   metric + " peaked at " + format_bytes(w.second) + " of " + format_bytes(total),
                    {{"metric", metric},
                     {"peak_bytes", w.second},
                     {"total_bytes", total},

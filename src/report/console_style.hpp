@@ -23,7 +23,7 @@ struct ConsoleStyle {
 /// A human label for a metric name ("process.rss_bytes" -> "RAM (process RSS)").
 std::string metric_label(const std::string& name);
 
-/// Formats a value in the metric's unit ("1.50 GB", "42.0%", "61 °C" or "61 C" when plain).
+/// Formats a value in the metric's unit ("1.50 GiB", "42.0%", "61 °C" or "61 C" when plain).
 std::string format_value(double value, Unit unit, bool sign = false, bool plain = false);
 
 /// A number in plain decimal notation, never in exponent notation: integers in full, other

@@ -31,12 +31,6 @@ void append_int(std::string& out, std::int64_t value) {
   out.append(buf, r.ptr);
 }
 
-std::string format_iec_bytes(double bytes) {
-  if (!std::isfinite(bytes)) return "n/a";
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  return format_scaled_bytes(std::fabs(bytes), bytes < 0 ? "-" : "", kUnits);
-}
-
 std::vector<int> step_depths(const Run& run) {
   std::unordered_map<int, std::size_t> index;
   for (std::size_t i = 0; i < run.steps.size(); ++i) index.emplace(run.steps[i].id, i);

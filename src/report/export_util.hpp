@@ -25,14 +25,6 @@ std::int64_t round_us(std::int64_t ns) noexcept;
 void append_json_string(std::string& out, std::string_view text);
 /// Appends `text` escaped for HTML text and attribute values (& < > " ').
 void append_html(std::string& out, std::string_view text);
-/// Bytes in IEC binary units as the HTML report prints them: "512 B", "4.50 KiB", "285 MiB",
-/// "22.8 GiB" (three significant digits, as the console's figures).
-std::string format_iec_bytes(double bytes);
-/// The scaling both byte formats share (src/report/units.cpp): `magnitude` (≥ 0) divided by
-/// 1024 while it can go up a unit of `units` (units[0] is bytes), three significant digits,
-/// after `prefix` ("", "-" or "+").
-std::string format_scaled_bytes(double magnitude, const char* prefix,
-                                std::span<const char* const> units);
 /// a + b, saturated at the int64 limits instead of overflowing.
 std::int64_t add_saturated(std::int64_t a, std::int64_t b) noexcept;
 

@@ -87,7 +87,7 @@ std::string where(std::span<const Run> runs, std::size_t r, const StepRecord* s)
 }
 
 std::string target_value(const std::string& target, double v) {
-  if (target.rfind("max_peak", 0) == 0) return esc(detail::format_iec_bytes(v));
+  if (target.rfind("max_peak", 0) == 0) return esc(format_bytes(v));
   if (target == "min_it_per_s") return fixed(v, "%.2f it/s");
   if (target == "max_duration" || target == "window") return esc(format_duration(v));
   return fixed(v, "%g");
@@ -144,7 +144,7 @@ std::string html_tensor_section(std::span<const Run> runs) {
     rows += "<tr><td>" + where(runs, r, s) + "</td><td>" + esc(a.name) + "</td><td>" +
             esc(text(d, "role")) + "</td><td>" + esc(shape_text(field(d, "shape"))) + "</td><td>" +
             esc(text(d, "dtype")) + " " + esc(text(d, "device")) + "</td>" +
-            td_num(esc(detail::format_iec_bytes(number(stats, "bytes")))) +
+            td_num(esc(format_bytes(number(stats, "bytes")))) +
             td_num(fixed(number(stats, "min"), "%.4g")) +
             td_num(fixed(number(stats, "max"), "%.4g")) +
             td_num(fixed(number(stats, "mean"), "%.4g")) +
@@ -180,7 +180,7 @@ std::string html_lora_section(std::span<const Run> runs) {
         text(file, "path").empty() ? text(file, "filename") : text(file, "path");
     out += "<p>File " + (file_name.empty() ? std::string("<i>not named</i>") : esc(file_name)) +
            (number(file, "file_size_bytes") > 0
-                ? ", " + esc(detail::format_iec_bytes(number(file, "file_size_bytes")))
+                ? ", " + esc(format_bytes(number(file, "file_size_bytes")))
                 : "");
     if (success.is_boolean()) {
       out += std::string("; application ") + (success.get<bool>()

@@ -64,8 +64,8 @@ std::vector<std::string> peak_metrics(const Run& run) {
 // high-water mark the sampler never saw) the time of the highest sample inside the step.
 std::string peak_cell(const Run& run, const StepRecord& step, const MetricFigures* m) {
   if (m == nullptr || !std::isfinite(m->peak)) return "<td class=\"num\">n/a</td>";
-  const std::string title = "before " + detail::format_iec_bytes(m->before) + ", after " +
-                            detail::format_iec_bytes(m->after);
+  const std::string title = "before " + format_bytes(m->before) + ", after " +
+                            format_bytes(m->after);
   const std::string source = m->peak_source.empty() ? "peak" : m->peak_source;
   std::string when;
   if (m->peak_offset_ns >= 0) {
@@ -83,11 +83,11 @@ std::string peak_cell(const Run& run, const StepRecord& step, const MetricFigure
       when = source + "; time sampled: " + at;
     } else {
       when =
-          source + "; time sampled: highest sample " + detail::format_iec_bytes(h.value) + " " + at;
+          source + "; time sampled: highest sample " + format_bytes(h.value) + " " + at;
     }
   }
   return "<td class=\"num\" title=\"" + esc(title) + "\">" +
-         esc(detail::format_iec_bytes(m->peak)) + "<br><span class=\"note\">" + esc(when) +
+         esc(format_bytes(m->peak)) + "<br><span class=\"note\">" + esc(when) +
          "</span></td>";
 }
 
@@ -219,11 +219,11 @@ void run_metadata(std::string& out, const Run& run, std::size_t r, std::size_t r
   meta_row(out, "host",
            esc(run.host.hostname) + ", " + esc(run.host.cpu_model) + ", " +
                std::to_string(run.host.cpu_cores) + " cores, " +
-               esc(detail::format_iec_bytes(run.host.ram_bytes)) + " RAM, " + esc(run.host.os));
+               esc(format_bytes(run.host.ram_bytes)) + " RAM, " + esc(run.host.os));
   std::string gpus;
   for (const GpuInfo& g : run.gpus) {
     gpus += (gpus.empty() ? "" : "<br>") + std::to_string(g.index) + ": " + esc(g.name) + ", " +
-            esc(detail::format_iec_bytes(g.total_bytes)) + ", driver " + esc(g.driver_version) +
+            esc(format_bytes(g.total_bytes)) + ", driver " + esc(g.driver_version) +
             ", " + esc(g.uuid);
   }
   meta_row(out, "GPUs", gpus.empty() ? "none seen" : gpus);

@@ -29,7 +29,7 @@ std::string fixed(double v, const char* format) {
   return buf;
 }
 
-// "RAM (process RSS) 306 MB, GPU 0 memory used 2.1 GB" from {metric name: bytes}; totals
+// "RAM (process RSS) 306 MiB, GPU 0 memory used 2.10 GiB" from {metric name: bytes}; totals
 // and free/available figures are left out (they are not usage).
 std::string memory_list(const json& figures) {
   std::string t;

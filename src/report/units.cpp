@@ -1,7 +1,8 @@
-// Human units for reports: bytes (binary multiples labelled MB/GB as the seeds print them;
-// KiB/MiB for the HTML report) and durations.
+// Human units for reports: bytes (binary multiples with their IEC names, KiB/MiB/GiB, in every
+// report) and durations.
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <string>
 
 #include "genscope/report.hpp"
@@ -9,34 +10,27 @@
 
 namespace genscope {
 
-namespace detail {
-
-std::string format_scaled_bytes(double magnitude, const char* prefix,
-                                std::span<const char* const> units) {
-  double v = magnitude;
+std::string format_bytes(double bytes, bool sign) {
+  if (!std::isfinite(bytes)) return "n/a";
+  const char* prefix = (sign && bytes > 0) ? "+" : (bytes < 0 ? "-" : "");
+  // Binary multiples under their IEC names: the seeds printed bytes / 1024**2 as "MB", which
+  // reads as 10^6 to anyone comparing with `ls -l --si`, Grafana or a vendor's data sheet.
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = std::fabs(bytes);
   std::size_t u = 0;
-  while (v >= 1024.0 && u + 1 < units.size()) {
+  // 1023.6 KiB would print as "1024 KiB": values that round to 1024 go up a unit too.
+  while (v >= 1023.5 && u + 1 < std::size(kUnits)) {
     v /= 1024.0;
     ++u;
   }
   char buf[48];
   if (u == 0) {
-    std::snprintf(buf, sizeof buf, "%s%.0f %s", prefix, v, units[0]);
+    std::snprintf(buf, sizeof buf, "%s%.0f %s", prefix, v, kUnits[0]);
   } else {
     std::snprintf(buf, sizeof buf, v < 10 ? "%s%.2f %s" : (v < 100 ? "%s%.1f %s" : "%s%.0f %s"),
-                  prefix, v, units[u]);
+                  prefix, v, kUnits[u]);
   }
   return buf;
-}
-
-}  // namespace detail
-
-std::string format_bytes(double bytes, bool sign) {
-  if (std::isnan(bytes)) return "n/a";
-  const char* prefix = (sign && bytes > 0) ? "+" : (bytes < 0 ? "-" : "");
-  // Binary multiples, labelled as the seeds (and PyTorch users) label them.
-  static constexpr const char* kUnits[] = {"B", "KB", "MB", "GB", "TB"};
-  return detail::format_scaled_bytes(std::fabs(bytes), prefix, kUnits);
 }
 
 std::string format_duration(double ns, bool plain) {

@@ -77,11 +77,11 @@ TEST(ReportUnits, FieldsGetHumanUnitsByKeySuffix) {
   using detail::format_field;
   using nlohmann::json;
   EXPECT_EQ(format_field("average_inference_time_ns", json(4602222881LL), false), "4.60 s");
-  EXPECT_EQ(format_field("process.rss_bytes", json(3.06045e+08), false), "292 MB");
+  EXPECT_EQ(format_field("process.rss_bytes", json(3.06045e+08), false), "292 MiB");
   EXPECT_EQ(format_field("initialization_seconds", json(1.5), false), "1.50 s");
   EXPECT_EQ(format_field("read_ms", json(12.5), false), "12.50 ms");
-  EXPECT_EQ(format_field("allocated_change_mb", json(512.0), false), "512 MB");
-  EXPECT_EQ(format_field("peak_memory_usage_gb", json(1.5), false), "1.50 GB");
+  EXPECT_EQ(format_field("allocated_change_mb", json(512.0), false), "512 MiB");
+  EXPECT_EQ(format_field("peak_memory_usage_gb", json(1.5), false), "1.50 GiB");
   EXPECT_EQ(format_field("system.used_percent", json(9.94), false), "9.9%");
   EXPECT_EQ(format_field("tokens_per_second", json(25900.0), false), "25.9k/s");
   EXPECT_EQ(format_field("gpu0.temperature_celsius", json(61), true), "61 C");
@@ -108,7 +108,7 @@ TEST(ConsoleReport, UnknownAttachmentIsReadable) {
   const std::string text = render_attachment(a);
   EXPECT_NE(text.find("custom_stats \"from a plugin\""), std::string::npos) << text;
   EXPECT_NE(text.find("average_inference_time_ns: 4.60 s"), std::string::npos) << text;
-  EXPECT_NE(text.find("process.rss_bytes: 292 MB"), std::string::npos) << text;
+  EXPECT_NE(text.find("process.rss_bytes: 292 MiB"), std::string::npos) << text;
   EXPECT_NE(text.find("mean_error: 0.00000012"), std::string::npos) << text;
   EXPECT_NE(text.find("big_table: [20 items]"), std::string::npos) << text;
   EXPECT_EQ(text.find("4602222881"), std::string::npos) << text;
@@ -206,8 +206,8 @@ TEST(ConsoleReport, EveryKnownAttachmentHasItsCuratedSection) {
       {"latent", "LATENT \"initial latent\": Image latent (B,C,H,W)"},
       {"tensor_comparison", "COMPARISON \"latent vs reference\": DIFFERS"},
       {"text", "TEXT \"positive prompt\": \"a photo of a cat, oil painting\""},
-      {"outputs", "OUTPUTS \"images\": 1 file(s), 11.3 KB, 64x64, xxh3 3ef7bb7604ca1605"},
-      {"model_component", "COMPONENT \"unet\": 2.93 MB, 210 tensors, 761,316 parameters, F32 on cpu"},
+      {"outputs", "OUTPUTS \"images\": 1 file(s), 11.3 KiB, 64x64, xxh3 3ef7bb7604ca1605"},
+      {"model_component", "COMPONENT \"unet\": 2.93 MiB, 210 tensors, 761,316 parameters, F32 on cpu"},
       {"model_snapshot", "MODEL SNAPSHOT \"unet after LoRA\": UNetModel (id 0x77e0)"},
       {"model_state", "MODEL STATE \"models\""},
       {"lora_application", "LORA APPLICATION \"style.safetensors\": applied"},
@@ -242,7 +242,7 @@ TEST(ConsoleReport, CuratedSectionsCarryTheSeedFigures) {
       << text["text"];
   // Seed 001: latent strategy, input and ratios.
   EXPECT_NE(text["latent"].find("Strategy used: tiled"), std::string::npos);
-  EXPECT_NE(text["latent"].find("Input: 1 frame(s) of 16x16, 3 channels, 3.00 KB"), std::string::npos)
+  EXPECT_NE(text["latent"].find("Input: 1 frame(s) of 16x16, 3 channels, 3.00 KiB"), std::string::npos)
       << text["latent"];
   // Seed 002: identity, UUID change, not-loaded keys, memory impact, verdict.
   const std::string& lora = text["lora_application"];
@@ -259,7 +259,7 @@ TEST(ConsoleReport, CuratedSectionsCarryTheSeedFigures) {
             std::string::npos)
       << lora;
   EXPECT_NE(lora.find("verdict: this LoRA was trained for SDXL; the base is SD1.x"), std::string::npos);
-  EXPECT_NE(lora.find("Memory: allocated +512 MB, reserved 0 B (now 1.50 GB allocated, 2.00 GB reserved)"),
+  EXPECT_NE(lora.find("Memory: allocated +512 MiB, reserved 0 B (now 1.50 GiB allocated, 2.00 GiB reserved)"),
             std::string::npos)
       << lora;
   EXPECT_NE(lora.find("Placement: model cpu, load cuda:0, offload cpu (unchanged)"), std::string::npos)
@@ -268,8 +268,8 @@ TEST(ConsoleReport, CuratedSectionsCarryTheSeedFigures) {
   const std::string& usage = text["usage_statistics"];
   EXPECT_NE(usage.find("Total Images Generated: 1"), std::string::npos) << usage;
   EXPECT_NE(usage.find("Average Inference Time: 4.60 s"), std::string::npos) << usage;
-  EXPECT_NE(usage.find("Peak Memory Usage: RAM (process RSS) 292 MB\n"), std::string::npos) << usage;
-  EXPECT_NE(usage.find("after load unet: RAM (process RSS) 152 MB"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("Peak Memory Usage: RAM (process RSS) 292 MiB\n"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("after load unet: RAM (process RSS) 152 MiB"), std::string::npos) << usage;
   EXPECT_NE(text["usage"].find("Average Inference Time: 4.60 s"), std::string::npos) << text["usage"];
   EXPECT_NE(text["model_component"].find("(generated in 1.50 s, then read in 26.75 ms)"),
             std::string::npos)
@@ -337,20 +337,20 @@ TEST(ConsoleReport, ExactPeakWithoutTimeTakesTheHighestSample) {
   r.series.interval_ns = 20'000'000;
   r.series.samples_taken = 6;
   std::string text = render_console(r, {.plain = true});
-  EXPECT_NE(text.find("100 MB -> 200 MB (exact; time sampled: highest sample 180 MB at 30.00 ms) -> 110 MB"),
+  EXPECT_NE(text.find("100 MiB -> 200 MiB (exact; time sampled: highest sample 180 MiB at 30.00 ms) -> 110 MiB"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("300 MB (exact; no sample inside the step, so no time)"), std::string::npos) << text;
+  EXPECT_NE(text.find("300 MiB (exact; no sample inside the step, so no time)"), std::string::npos) << text;
   EXPECT_EQ(text.find("time unknown"), std::string::npos) << text;
-  EXPECT_NE(text.find("Peak RAM (process RSS): 300 MB in spike\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Peak RAM (process RSS): 300 MiB in spike\n"), std::string::npos) << text;
   // When the highest sample is the peak itself, only its time is given.
   r.steps[0].metrics[0].peak = 180 * kMiB;
   text = render_console(r, {.plain = true});
-  EXPECT_NE(text.find("-> 180 MB (exact; time sampled: at 30.00 ms) ->"), std::string::npos) << text;
+  EXPECT_NE(text.find("-> 180 MiB (exact; time sampled: at 30.00 ms) ->"), std::string::npos) << text;
   // The run summary gives the run-relative time and says it is sampled.
   r.steps.pop_back();
   text = render_console(r, {.plain = true});
-  EXPECT_NE(text.find("Peak RAM (process RSS): 180 MB in decode at +130.00 ms (time sampled)"),
+  EXPECT_NE(text.find("Peak RAM (process RSS): 180 MiB in decode at +130.00 ms (time sampled)"),
             std::string::npos)
       << text;
 }
@@ -387,7 +387,7 @@ TEST(ConsoleReport, GpuFiguresHaveTheirOwnBlockAndPlainStaysAscii) {
   s.metrics.push_back({"system.total_bytes", Unit::kBytes, 2e10, 2e10, 2e10, 0, "sampled"});
   r.steps.push_back(s);
   const std::string text = render_console(r, {.plain = true});
-  EXPECT_NE(text.find("GPU 0 memory used (whole device)  1.00 GB -> 4.00 GB (at 250.00 ms, sampled) -> 2.00 GB"),
+  EXPECT_NE(text.find("GPU 0 memory used (whole device)  1.00 GiB -> 4.00 GiB (at 250.00 ms, sampled) -> 2.00 GiB"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("GPU 0 (before -> peak -> after)\n       utilisation  10.0% -> 99.0% (at 500.00 ms, "

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "genscope/genscope.hpp"
 
@@ -201,10 +202,17 @@ TEST(RunJson, UnreadableFiles) {
 
 TEST(Units, HumanFormatting) {
   EXPECT_EQ(format_bytes(512), "512 B");
-  EXPECT_EQ(format_bytes(1536), "1.50 KB");
-  EXPECT_EQ(format_bytes(64.0 * (1 << 20), true), "+64.0 MB");
-  EXPECT_EQ(format_bytes(-3.0 * (1 << 30), true), "-3.00 GB");
+  EXPECT_EQ(format_bytes(1536), "1.50 KiB");
+  EXPECT_EQ(format_bytes(64.0 * (1 << 20), true), "+64.0 MiB");
+  EXPECT_EQ(format_bytes(-3.0 * (1 << 30), true), "-3.00 GiB");
   EXPECT_EQ(format_bytes(kNaN), "n/a");
+  EXPECT_EQ(format_bytes(std::numeric_limits<double>::infinity()), "n/a");
+  // IEC names at every scale, the same in the console and the HTML report (issue 19); a value
+  // that rounds to 1024 of a unit is shown in the next one.
+  EXPECT_EQ(format_bytes(1023), "1023 B");
+  EXPECT_EQ(format_bytes(1023.7 * 1024), "1.00 MiB");
+  EXPECT_EQ(format_bytes(299'016'192), "285 MiB");
+  EXPECT_EQ(format_bytes(5.0 * (1LL << 50)), "5.00 PiB");
   EXPECT_EQ(format_duration(850), "850 ns");
   EXPECT_EQ(format_duration(12'300, true), "12.3 us");
   EXPECT_EQ(format_duration(4'560'000), "4.56 ms");
