@@ -4,6 +4,8 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -68,9 +70,58 @@ std::string exception_message(py::handle value) {
   }
 }
 
+// Built directly with the C API (no JSON text in between: the document of a generation is
+// converted in a third of the time of dump + json.loads). The result is what json.loads of
+// the document's text gives: dicts with sorted keys, lists, int, float, str, bool, None;
+// NaN and infinities, which JSON cannot carry, become None; invalid UTF-8 becomes U+FFFD.
 py::object to_python(const nlohmann::json& value) {
-  const std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  return py::module_::import("json").attr("loads")(text);
+  using T = nlohmann::json::value_t;
+  PyObject* out = nullptr;
+  switch (value.type()) {
+    case T::boolean:
+      return py::bool_(value.get<bool>());
+    case T::number_integer:
+      out = PyLong_FromLongLong(value.get<std::int64_t>());
+      break;
+    case T::number_unsigned:
+      out = PyLong_FromUnsignedLongLong(value.get<std::uint64_t>());
+      break;
+    case T::number_float: {
+      const double d = value.get<double>();
+      if (!std::isfinite(d)) return py::none();
+      out = PyFloat_FromDouble(d);
+      break;
+    }
+    case T::string: {
+      const auto& s = value.get_ref<const std::string&>();
+      out = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+      break;
+    }
+    case T::array: {
+      py::list list(value.size());
+      Py_ssize_t i = 0;
+      for (const auto& item : value) {
+        PyList_SET_ITEM(list.ptr(), i++, to_python(item).release().ptr());
+      }
+      return list;
+    }
+    case T::object: {
+      py::dict dict;
+      for (const auto& [key, item] : value.items()) {
+        py::object k = py::reinterpret_steal<py::object>(
+            PyUnicode_DecodeUTF8(key.data(), static_cast<Py_ssize_t>(key.size()), "replace"));
+        if (!k) throw py::error_already_set();
+        if (PyDict_SetItem(dict.ptr(), k.ptr(), to_python(item).ptr()) != 0) {
+          throw py::error_already_set();
+        }
+      }
+      return dict;
+    }
+    default:  // null, discarded, binary (never in a document)
+      return py::none();
+  }
+  if (out == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(out);
 }
 
 nlohmann::json from_python(py::handle value) {
@@ -81,12 +132,12 @@ nlohmann::json from_python(py::handle value) {
 }
 
 py::object run_to_python(const Run& run) {
-  std::string text;
+  nlohmann::json document;
   {
     py::gil_scoped_release release;
-    text = to_json(run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    document = to_json(run);
   }
-  return py::module_::import("json").attr("loads")(text);
+  return to_python(document);
 }
 
 }  // namespace genscope::python

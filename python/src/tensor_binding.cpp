@@ -18,8 +18,6 @@ namespace {
 std::optional<DType> numpy_dtype(const py::dtype& dt) {
   const char kind = dt.kind();
   const auto size = dt.itemsize();
-  const std::string name = py::str(dt.attr("name"));
-  if (name == "bfloat16") return DType::kBF16;  // ml_dtypes
   if (kind == 'f') {
     if (size == 8) return DType::kF64;
     if (size == 4) return DType::kF32;
@@ -36,37 +34,81 @@ std::optional<DType> numpy_dtype(const py::dtype& dt) {
     if (size == 1) return DType::kU8;
   } else if (kind == 'b') {
     return DType::kBool;
+  } else if (std::string(py::str(dt.attr("name"))) == "bfloat16") {
+    return DType::kBF16;  // ml_dtypes
   }
   return std::nullopt;
 }
 
-bool is_torch_tensor(py::handle obj) {
+// What the conversion needs from torch and NumPy, looked up once. A tensor is analysed right
+// after the model layer that made it, with the CPU caches full of that layer: every module
+// import, attribute lookup and str() here is paid cold (tens of µs each), so the hot path asks
+// for object identities and C struct fields instead of names. The objects are kept for the
+// life of the process (never released: no destructor runs after the interpreter is gone).
+struct TorchObjects {
+  py::handle tensor_type;  // torch.Tensor
+  py::handle bfloat16, float8_e4m3fn, float8_e5m2, int16, uint8;
+};
+
+const TorchObjects* torch_objects() {
+  static const TorchObjects* cached = nullptr;
+  if (cached != nullptr) return cached;
+  PyObject* torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");
+  if (torch == nullptr) return nullptr;  // torch not imported: no object can be a tensor
+  py::handle t(torch);
+  if (!py::hasattr(t, "Tensor")) return nullptr;  // torch still being imported
+  auto keep = [&](const char* name) -> py::handle {
+    return py::hasattr(t, name) ? py::object(t.attr(name)).release() : py::handle();
+  };
+  cached = new TorchObjects{keep("Tensor"),        keep("bfloat16"), keep("float8_e4m3fn"),
+                            keep("float8_e5m2"),   keep("int16"),    keep("uint8")};
+  return cached;
+}
+
+py::handle numpy_asarray() {
+  static py::handle f = py::object(py::module_::import("numpy").attr("asarray")).release();
+  return f;
+}
+
+py::handle numpy_ascontiguousarray() {
+  static py::handle f =
+      py::object(py::module_::import("numpy").attr("ascontiguousarray")).release();
+  return f;
+}
+
+// Not a torch.Tensor but shaped like one from a torch module (a wrapper tensor class).
+bool is_torch_like(py::handle obj) {
   const std::string module = py::str(obj.get_type().attr("__module__"));
   return module.rfind("torch", 0) == 0 && py::hasattr(obj, "detach") &&
          py::hasattr(obj, "device") && py::hasattr(obj, "dtype");
 }
 
 // torch.Tensor -> CPU NumPy array; raw bits for dtypes NumPy lacks.
-py::array torch_to_numpy(py::handle tensor, HostTensor& out, std::optional<DType>& raw) {
-  py::module_ torch = py::module_::import("torch");
+py::array torch_to_numpy(py::handle tensor, const TorchObjects& torch, HostTensor& out,
+                         std::optional<DType>& raw) {
   out.framework = "torch";
-  out.view.device = py::str(tensor.attr("device"));
   py::object t = tensor.attr("detach")();
-  if (out.view.device != "cpu") {
-    t = t.attr("cpu")();
-    out.zero_copy = false;
-    out.note = "copied from " + out.view.device;
+  py::object is_cpu = py::getattr(t, "is_cpu", py::none());
+  if (is_cpu.ptr() == Py_True) {
+    out.view.device = "cpu";
+  } else {
+    out.view.device = py::str(t.attr("device"));
+    if (out.view.device != "cpu") {
+      t = t.attr("cpu")();
+      out.zero_copy = false;
+      out.note = "copied from " + out.view.device;
+    }
   }
-  const std::string dtype = py::str(t.attr("dtype"));
-  if (dtype == "torch.bfloat16") {
+  const py::object dtype = t.attr("dtype");
+  if (torch.bfloat16 && dtype.is(torch.bfloat16)) {
     raw = DType::kBF16;
-    t = t.attr("view")(torch.attr("int16"));
-  } else if (dtype == "torch.float8_e4m3fn") {
+    t = t.attr("view")(torch.int16);
+  } else if (torch.float8_e4m3fn && dtype.is(torch.float8_e4m3fn)) {
     raw = DType::kF8E4M3;
-    t = t.attr("view")(torch.attr("uint8"));
-  } else if (dtype == "torch.float8_e5m2") {
+    t = t.attr("view")(torch.uint8);
+  } else if (torch.float8_e5m2 && dtype.is(torch.float8_e5m2)) {
     raw = DType::kF8E5M2;
-    t = t.attr("view")(torch.attr("uint8"));
+    t = t.attr("view")(torch.uint8);
   }
   return t.attr("numpy")();
 }
@@ -76,22 +118,29 @@ py::array torch_to_numpy(py::handle tensor, HostTensor& out, std::optional<DType
 HostTensor to_host(py::handle obj) {
   HostTensor out;
   std::optional<DType> raw;  // true dtype of raw-bit arrays
-  py::module_ np = py::module_::import("numpy");
   py::object arr_obj;
-  if (is_torch_tensor(obj)) {
-    arr_obj = torch_to_numpy(obj, out, raw);
+  static const TorchObjects kNoTorch{};
+  const TorchObjects* torch = torch_objects();
+  const bool ndarray = py::isinstance<py::array>(obj);
+  int is_tensor = 0;
+  if (!ndarray && torch != nullptr) {
+    is_tensor = PyObject_IsInstance(obj.ptr(), torch->tensor_type.ptr());
+    if (is_tensor < 0) throw py::error_already_set();
+  }
+  if (is_tensor == 1 || (!ndarray && is_torch_like(obj))) {
+    arr_obj = torch_to_numpy(obj, torch != nullptr ? *torch : kNoTorch, out, raw);
   } else {
     out.framework = "numpy";
     if (!py::isinstance<py::array>(obj)) {
       out.zero_copy = false;  // lists, scalars, objects with __array__
       out.note = "converted with numpy.asarray";
     }
-    arr_obj = np.attr("asarray")(obj);
+    arr_obj = numpy_asarray()(obj);
   }
   py::array arr = py::reinterpret_borrow<py::array>(arr_obj);
   py::dtype dt = arr.dtype();
-  if (std::string(py::str(dt.attr("byteorder"))) == ">") {
-    arr = np.attr("ascontiguousarray")(arr, dt.attr("newbyteorder")("="));
+  if (dt.byteorder() == '>') {
+    arr = numpy_ascontiguousarray()(arr, dt.attr("newbyteorder")("="));
     dt = arr.dtype();
     out.zero_copy = false;
     out.note = "byte-swapped to native order";
@@ -104,7 +153,7 @@ HostTensor to_host(py::handle obj) {
   bool whole_elements = true;
   for (py::ssize_t i = 0; i < arr.ndim(); ++i) whole_elements &= arr.strides(i) % item == 0;
   if (!whole_elements) {  // e.g. a field of a structured array
-    arr = np.attr("ascontiguousarray")(arr);
+    arr = numpy_ascontiguousarray()(arr);
     out.zero_copy = false;
     out.note = "strides not a multiple of the element size: contiguous copy";
   }

@@ -167,7 +167,8 @@ ActiveRun Monitor::start_run(RunOptions options) {
                         .count();
   r.start_utc = detail::format_utc_iso8601(r.start_unix_ns);
   r.genscope_version = version();
-  r.host = read_host_info();
+  std::call_once(state_->host_once, [this] { state_->host = read_host_info(); });
+  r.host = state_->host;
   r.gpus = std::move(gpus);
   r.pipeline = std::move(options.pipeline);
   r.labels = std::move(options.labels);
@@ -291,7 +292,7 @@ Run ActiveRun::finish_at(std::int64_t end_steady_ns) {
     }
     run->open_steps.clear();
     run->run.duration_ns = end - run->start_steady_ns;
-    result = run->snapshot_locked();
+    result = run->take_finished_locked();
   }
   normalize_step_tree(result);  // whatever gave the steps (docs/run-schema.md, "The step tree")
   try {

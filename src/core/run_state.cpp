@@ -136,6 +136,15 @@ void RunState::update_sampled_peaks_locked(const std::vector<double>& row,
   }
 }
 
+void RunState::push_boundary_row_locked(const std::vector<double>& row, std::int64_t now_ns) {
+  if (finished || row.size() != columns.size()) return;
+  const std::int64_t offset = now_ns - start_steady_ns;
+  if (series.size() > 0 && offset < series.times().back()) return;
+  series.push(offset, row);
+  last_row_ns.store(now_ns, std::memory_order_relaxed);
+  if (wants(Sink::kSampleEvents)) sinks->post(SampleEvent{offset, row});
+}
+
 void RunState::finalize_locked(StepState& step, const std::vector<double>& after,
                                std::int64_t end_ns) {
   StepRecord& r = step.record;
@@ -266,23 +275,38 @@ Run RunState::snapshot_locked() const {
   copy.steps.clear();
   copy.steps.reserve(steps.size());
   for (const auto& s : steps) copy.steps.push_back(s->record);
-  copy.series.metrics.clear();
-  copy.series.units.clear();
+  complete_locked(copy);
+  return copy;
+}
+
+Run RunState::take_finished_locked() {
+  Run out = std::move(run);
+  run = Run{};
+  run.id = out.id;
+  out.steps.clear();
+  out.steps.reserve(steps.size());
+  for (const auto& s : steps) out.steps.push_back(std::move(s->record));
+  complete_locked(out);
+  return out;
+}
+
+void RunState::complete_locked(Run& out) const {
+  out.series.metrics.clear();
+  out.series.units.clear();
   for (const MetricInfo& m : columns) {
-    copy.series.metrics.push_back(m.name);
-    copy.series.units.push_back(m.unit);
+    out.series.metrics.push_back(m.name);
+    out.series.units.push_back(m.unit);
   }
-  copy.series.offset_ns = series.times();
-  copy.series.values = series.values();
-  copy.series.samples_taken = series.pushed();
-  copy.series.capacity = series.capacity();
-  for (MonitoringError& e : copy.monitoring_errors) {
+  out.series.offset_ns = series.times();
+  out.series.values = series.values();
+  out.series.samples_taken = series.pushed();
+  out.series.capacity = series.capacity();
+  for (MonitoringError& e : out.monitoring_errors) {
     const auto it = error_counts.find({e.source, e.message});
     if (it != error_counts.end() && it->second > 1) {
       e.message += " (repeated " + std::to_string(it->second) + " times)";
     }
   }
-  return copy;
 }
 
 // --- sampler ------------------------------------------------------------------------------
@@ -306,37 +330,75 @@ void MonitorState::stop_sampler() {
 
 void MonitorState::wake_sampler() noexcept {
   if (options.max_sample_interval <= options.sample_interval) return;  // fixed cadence
-  sampler_events.fetch_add(1, std::memory_order_relaxed);
-  sampler_cv.notify_all();
+  // Sequentially consistent with the sampler's store of sampler_waits_long before it reads
+  // the count: either it sees this event before sleeping or this sees its long wait.
+  sampler_events.fetch_add(1);
+  if (sampler_waits_long.load()) sampler_cv.notify_all();
 }
 
 namespace {
 
-// A sample "changes" when a column moved by more than 2 % of its previous value (or left or
-// reached zero): memory being allocated or freed, a GPU filling up.
-bool row_changed(const std::vector<double>& prev, const std::vector<double>& row) {
-  if (prev.size() != row.size()) return true;
-  for (std::size_t c = 0; c < row.size(); ++c) {
-    const double a = prev[c];
-    const double b = row[c];
-    if (std::isnan(a) || std::isnan(b)) continue;
-    if (std::fabs(b - a) > 0.02 * std::max(std::fabs(a), std::fabs(b))) return true;
+// The range each column has taken since the last step boundary. A sample "changes" when a
+// column leaves it by more than 2 % (memory growing past anything seen, a GPU filling up, a
+// drop below the lowest reading); a column swinging inside it — a denoising loop allocating
+// and freeing the same activations every iteration — is steady, so the sampler slows down
+// while the exact per-step peaks (high-water marks) keep every top.
+class Envelope {
+ public:
+  void reset() {
+    lo_.clear();
+    hi_.clear();
   }
-  return false;
-}
+
+  /// Starts the range at one row (a step boundary's readings).
+  void reset_to(std::span<const double> row) {
+    lo_.assign(row.begin(), row.end());
+    hi_.assign(row.begin(), row.end());
+  }
+
+  bool widened_by(const std::vector<double>& row) {
+    if (lo_.size() != row.size()) {
+      lo_ = row;
+      hi_ = row;
+      return true;
+    }
+    bool changed = false;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const double v = row[c];
+      if (std::isnan(v)) continue;
+      if (std::isnan(lo_[c])) {
+        lo_[c] = hi_[c] = v;
+        changed = true;
+        continue;
+      }
+      // Leaving or reaching zero counts too: |0| gives the range no margin.
+      if (v > hi_[c] + 0.02 * std::fabs(hi_[c]) || v < lo_[c] - 0.02 * std::fabs(lo_[c])) {
+        changed = true;
+      }
+      lo_[c] = std::min(lo_[c], v);
+      hi_[c] = std::max(hi_[c], v);
+    }
+    return changed;
+  }
+
+ private:
+  std::vector<double> lo_, hi_;
+};
 
 }  // namespace
 
-// The cadence: `fast` after a step boundary (wake_sampler) and while samples change; each
-// quiet sample doubles the interval up to `slow`. A boundary that arrives during a long wait
+// The cadence: `fast` after a step boundary (wake_sampler) and while samples leave the range
+// seen since the last boundary (Envelope); each steady sample doubles the interval up to
+// `slow`. A boundary that arrives during a long wait
 // wakes the sampler, which then samples `fast` after its previous sample (at once if that
-// moment has passed).
+// moment has passed); one that arrives during a fast wait is seen at its end (the step's own
+// exact readings were taken at the boundary itself).
 void MonitorState::sampler_loop() {
   const auto fast = std::max(options.sample_interval, std::chrono::microseconds(1000));
   const auto slow = std::max(options.max_sample_interval, fast);
   const std::int64_t interval_ns = std::chrono::nanoseconds(fast).count();
   std::vector<double> row;
-  std::vector<double> prev;
+  Envelope envelope;
   std::vector<char> fresh;
   auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(fast);
   auto last = std::chrono::steady_clock::now();
@@ -348,35 +410,53 @@ void MonitorState::sampler_loop() {
       sampler_cv.wait(lock, [&] { return sampler_stop || sampled_run != nullptr; });
       last = std::chrono::steady_clock::now();
       interval = fast;
-      prev.clear();
+      envelope.reset();
       continue;
     }
-    auto next = last + interval;
+    // Counted from the newest row: a step boundary's readings are a row of their own.
+    const auto newest_row = std::chrono::steady_clock::time_point(
+        std::chrono::nanoseconds(sampled_run->last_row_ns.load(std::memory_order_relaxed)));
+    auto next = std::max(last, newest_row) + interval;
     const auto now = std::chrono::steady_clock::now();
     if (next < now) next = now + interval;  // fell behind: skip, never burst
+    sampler_waits_long.store(next - now > fast);
     const bool stopped = sampler_cv.wait_until(lock, next, [&] {
-      return sampler_stop || sampler_events.load(std::memory_order_relaxed) != seen_events;
+      return sampler_stop || sampler_events.load() != seen_events;
     });
     if (sampler_stop) return;
-    if (stopped) {  // a step boundary: back to the fast interval, counted from the last sample
+    if (sampled_run == nullptr) continue;  // the run finished during the wait
+    if (stopped) {  // a step boundary: back to the fast interval, counted from the last row
       seen_events = sampler_events.load(std::memory_order_relaxed);
-      if (interval > fast) {
-        interval = fast;
-        if (last + interval > std::chrono::steady_clock::now()) continue;
+      interval = fast;
+      // The range starts again at the boundary's own readings (the newest row).
+      std::lock_guard run_lock(sampled_run->mutex);
+      const TimeSeriesBuffer& series = sampled_run->series;
+      const std::size_t n = series.columns();
+      if (series.size() > 0 && n > 0) {
+        envelope.reset_to(std::span<const double>(series.values()).last(n));
+      } else {
+        envelope.reset();
       }
     }
+    // Not due yet when a boundary row came during the wait, or the wait was cut short.
+    const auto newest = std::chrono::steady_clock::time_point(
+        std::chrono::nanoseconds(sampled_run->last_row_ns.load(std::memory_order_relaxed)));
+    if (std::max(last, newest) + interval > std::chrono::steady_clock::now()) continue;
     std::shared_ptr<RunState> run = sampled_run;
     if (run == nullptr) continue;
     lock.unlock();
     last = std::chrono::steady_clock::now();
     run->sample_series_row(row, fresh, steady_now_ns(), interval_ns);
     const std::int64_t t = steady_now_ns();
-    const bool changed = row_changed(prev, row);
-    prev = row;
+    const bool changed = envelope.widened_by(row);
     {
       std::lock_guard run_lock(run->mutex);
-      if (!run->finished) {
-        run->series.push(t - run->start_steady_ns, row);
+      // A boundary row stored while this one was read is newer: this one is dropped.
+      const std::int64_t offset = t - run->start_steady_ns;
+      if (!run->finished &&
+          (run->series.size() == 0 || offset >= run->series.times().back())) {
+        run->series.push(offset, row);
+        run->last_row_ns.store(t, std::memory_order_relaxed);
         run->update_sampled_peaks_locked(row, fresh, t);
         for (StepState* s : run->open_steps) ++s->samples;
         if (run->wants(Sink::kSampleEvents)) {

@@ -87,6 +87,9 @@ struct RunState {
   static constexpr std::size_t kMaxErrorMessageBytes = 512;
   std::atomic<int> open_count{0};
   bool finished = false;
+  // Steady time of the newest series row (the sampler's or a step boundary's): the sampler
+  // counts its next interval from it.
+  std::atomic<std::int64_t> last_row_ns{0};
   // Live events: the monitor's dispatcher and the event groups its sinks want (fixed for the
   // run; 0 = no sink, nothing is queued).
   std::shared_ptr<SinkDispatcher> sinks;
@@ -118,6 +121,12 @@ struct RunState {
   /// `now_ns` (a repeated reading may predate the step). Caller holds mutex.
   void update_sampled_peaks_locked(const std::vector<double>& row, const std::vector<char>& fresh,
                                    std::int64_t now_ns);
+  /// Appends a step boundary's own readings (its before or after figures, read at `now_ns`)
+  /// to the series: the timeline has a point at every boundary, and the sampler need not
+  /// read the same figures again right after it. Not a sample inside any step (no step's
+  /// sampled peak or sample count moves). Skipped when a newer row is already stored.
+  /// Caller holds mutex.
+  void push_boundary_row_locked(const std::vector<double>& row, std::int64_t now_ns);
   /// Converts a step's state into its finished record. Caller holds mutex.
   void finalize_locked(StepState& step, const std::vector<double>& after, std::int64_t end_ns);
   /// Adds the step's per-item parts as "figure_parts" attachments. Caller holds mutex.
@@ -130,6 +139,13 @@ struct RunState {
   int thread_number_locked();
   /// The run recorded so far. Caller holds mutex.
   Run snapshot_locked() const;
+  /// The finished run's document, its parts moved out instead of copied (finish() only:
+  /// nothing reads them afterwards; the id stays for late messages). No new allocation for
+  /// the steps' attachments, which with the process's heap shrunk by a framework's frees
+  /// costs fresh (huge) pages.
+  Run take_finished_locked();
+  /// The series and the counted monitoring errors of `out`, from this state.
+  void complete_locked(Run& out) const;
 };
 
 /// Monitor-wide state: probes, options, the sampler thread and the active run.
@@ -144,6 +160,10 @@ struct MonitorState {
   std::vector<std::shared_ptr<Sink>> sink_list;  // registered sinks (options + add_sink)
   std::shared_ptr<SinkDispatcher> dispatcher;    // created with the first run that has sinks
   UsageTracker usage;  // across the runs this monitor finished
+  // The machine (hostname, CPU model from /proc/cpuinfo, RAM, OS), read at the first run and
+  // given to every later one: reading /proc/cpuinfo costs more than the rest of start_run.
+  std::once_flag host_once;
+  HostInfo host;
 
   // Sampler
   std::thread sampler;
@@ -153,6 +173,10 @@ struct MonitorState {
   // Adaptive cadence: bumped at every step boundary; the sampler returns to the fast
   // interval when it sees a new value.
   std::atomic<std::uint64_t> sampler_events{0};
+  // Whether the sampler's current wait is longer than the fast interval: only then does a
+  // boundary wake it (a futex call and a context switch); a sampler already at the fast
+  // interval sees the new event count at its next tick.
+  std::atomic<bool> sampler_waits_long{false};
 
   void start_sampler(std::shared_ptr<RunState> run);
   /// A step began or ended: sample at the fast interval again (never blocks).

@@ -587,6 +587,36 @@ TEST(Sampler, AChangeOfMoreThan2PercentKeepsTheFastInterval) {
   EXPECT_GE(busy, 30u) << "quiet " << quiet;
 }
 
+// A figure swinging inside the range it has already taken (a denoising loop freeing and
+// allocating the same activations) is steady: the sampler slows down as for a quiet one, and
+// a value past the range brings the fast interval back.
+TEST(Sampler, ASwingInsideTheSeenRangeIsSteadyAndANewTopIsNot) {
+  auto s = std::make_shared<ScriptedState>();
+  Monitor monitor(adaptive_options(5ms, 500ms));
+  monitor.add_probe(std::make_unique<ScriptedProbe>(s));
+  ActiveRun run = monitor.start_run();
+  const auto swing_until = std::chrono::steady_clock::now() + 1500ms;
+  for (int i = 0; std::chrono::steady_clock::now() < swing_until; ++i) {
+    s->set(i % 2 == 0 ? 100.0 : 130.0);  // ±30 % every 10 ms, the same two values
+    std::this_thread::sleep_for(10ms);
+  }
+  const std::int64_t swinging = run.snapshot().series.samples_taken;
+  // The fast cadence would take ~300 samples in 1.5 s; doubling from the first steady sample
+  // up to 500 ms gives about 10.
+  EXPECT_LE(swinging, 40) << "samples while swinging inside the range";
+  // The sampler is in a 500 ms wait by now: the first sample after it sees the new top.
+  const auto grow_until = std::chrono::steady_clock::now() + 1500ms;
+  double v = 130;
+  while (std::chrono::steady_clock::now() < grow_until) {
+    v *= 1.5;  // a new top every 10 ms
+    s->set(v);
+    std::this_thread::sleep_for(10ms);
+  }
+  const genscope::Run r = run.finish();
+  EXPECT_GE(static_cast<std::int64_t>(r.series.samples_taken) - swinging, 30)
+      << "samples while the figure kept growing";
+}
+
 // The sampler reads /proc/meminfo at most every 100 ms and repeats the reading in the rows in
 // between, while the process probe is read at every sample (docs/probes.md).
 TEST(Sampler, ReadsTheSystemProbeEvery100ms) {

@@ -370,7 +370,10 @@ class Instrumentation:
             # The call failed, so the generation did; whether the pipeline catches it or not.
             self._guard("denoiser", functools.partial(self._denoiser_failed, e))
             raise
-        self._guard("denoiser", lambda: self._denoiser_end(output))
+        try:
+            self._denoiser_end(output)
+        except Exception as e:  # noqa: BLE001 - the pipeline must not see it
+            self._failed("denoiser", e)
         return output
 
     def _denoiser_begin(self, args: Tuple[Any, ...], kwargs: dict) -> None:
@@ -430,9 +433,9 @@ class Instrumentation:
         if s is None:
             return
         s.calls += 1
-        batch = batch_of(first_tensor(output, "sample"))
-        if batch is not None:
-            s.pending_batches.append(batch)
+        out = first_tensor(output, "sample")
+        if out is not None and len(out.shape) > 0:
+            s.pending_batches.append(int(out.shape[0]))
 
     # --- scheduler ----------------------------------------------------------------------------------
     def _set_timesteps(self, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -488,15 +491,23 @@ class Instrumentation:
         latents = first_tensor(result, "prev_sample")
         if latents is not None:
             s.last_latents = latents
-        batch = batch_of(sample)
-        if batch and s.pending_batches:
-            # CFG evaluates the model on the conditional and unconditional batch: in one call
-            # of twice the batch (diffusers) or in two calls (ComfyUI when memory is short).
-            s.evaluations += sum(s.pending_batches) / batch
-        s.pending_batches.clear()
+        pending = s.pending_batches
+        if pending:
+            batch = batch_of(sample)
+            if batch:
+                # CFG evaluates the model on the conditional and unconditional batch: in one
+                # call of twice the batch (diffusers) or in two calls (ComfyUI when memory is
+                # short).
+                s.evaluations += sum(pending) / batch
+            pending.clear()
         s.scheduler_steps += 1
-        if self._completes_iteration(s.scheduler_steps):
-            s.marked_at = s.scheduler_steps
+        i = s.scheduler_steps
+        schedule = self._schedule
+        # Inline on the common path (runs between two model calls, with cold caches): a
+        # first-order schedule past its warm-up completes an iteration at every call.
+        if (schedule is not None and i > schedule.warmup and i % schedule.order == 0) or \
+                self._completes_iteration(i):
+            s.marked_at = i
             s.iterations += 1
             s.step.mark_iteration()
 

@@ -18,23 +18,43 @@ import sys
 from typing import Any, Optional, Tuple
 
 
+_tensor_type: Optional[type] = None
+
+
+def _torch_tensor_type() -> Optional[type]:
+    """torch.Tensor once torch is imported (never imports it), else None."""
+    global _tensor_type
+    if _tensor_type is None:
+        torch = sys.modules.get("torch")
+        found = getattr(torch, "Tensor", None) if torch is not None else None
+        if isinstance(found, type):
+            _tensor_type = found
+    return _tensor_type
+
+
 def is_tensor(x: Any) -> bool:
     """A torch tensor (or anything shaped like one: shape, dtype, detach)."""
+    tensor_type = _tensor_type or _torch_tensor_type()
+    if tensor_type is not None and isinstance(x, tensor_type):
+        return True
     return hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "detach")
 
 
 def first_tensor(x: Any, *attrs: str) -> Optional[Any]:
-    """The first tensor among `attrs` of x, or x itself, or the first tensor of a tuple/list."""
+    """The first tensor among `attrs` of x, or x itself, or the first tensor of a tuple/list.
+
+    Called on every denoiser and scheduler output, between a model's layers where every
+    lookup is paid with cold caches: tuples (``return_dict=False``, what the pipelines ask
+    for) and tensors are recognised by type before any attribute is probed."""
+    if isinstance(x, (tuple, list)):
+        head = x[0] if x else None
+        return head if head is not None and is_tensor(head) else None
     if is_tensor(x):
         return x
     for attr in attrs:
         value = getattr(x, attr, None)
-        if is_tensor(value):
+        if value is not None and is_tensor(value):
             return value
-    if isinstance(x, (tuple, list)) and x:
-        head = x[0]
-        if is_tensor(head):
-            return head
     return None
 
 
@@ -109,9 +129,10 @@ def frames_and_pixels(image: Any) -> Tuple[int, int]:
 
 def batch_of(x: Any) -> Optional[int]:
     """Leading dimension of a tensor, None otherwise."""
-    if is_tensor(x) and len(x.shape) > 0:
-        return int(x.shape[0])
-    return None
+    if not is_tensor(x):
+        return None
+    shape = x.shape
+    return int(shape[0]) if len(shape) > 0 else None
 
 
 def cuda_memory() -> Tuple[Optional[float], Optional[float]]:
@@ -127,6 +148,9 @@ def cuda_memory() -> Tuple[Optional[float], Optional[float]]:
 
 
 _SKIP_FILES = ("torch/nn/modules/module.py", "genscope/torch/", "contextlib.py")
+# Whether a code object belongs to the machinery caller() looks past, by code object: the
+# walk then costs a dictionary lookup per frame instead of string searches (bounded).
+_skipped_code: dict = {}
 
 
 def caller() -> str:
@@ -135,8 +159,14 @@ def caller() -> str:
     for _ in range(30):
         if frame is None:
             break
-        name = frame.f_code.co_filename.replace("\\", "/")
-        if not any(s in name for s in _SKIP_FILES):
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        code = frame.f_code
+        skip = _skipped_code.get(code)
+        if skip is None:
+            name = code.co_filename.replace("\\", "/")
+            skip = any(s in name for s in _SKIP_FILES)
+            if len(_skipped_code) < 4096:
+                _skipped_code[code] = skip
+        if not skip:
+            return f"{code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return ""
