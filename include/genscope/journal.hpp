@@ -16,7 +16,9 @@ namespace genscope {
 
 /// A sink that writes the run so far (its metadata, every step that has ended, its monitoring
 /// errors) to `path` as a run document, atomically (write_run_file), when a step ends — at
-/// most once per `min_interval` (steps ended in between go with the next write) — and
+/// most once per `min_interval`; steps ended in between go with the next step end or the
+/// first sample after the interval (so with the sampler on, no ended step waits longer than
+/// min_interval plus the sampler's longest interval) — and
 /// removes the file when the run finishes normally. The document carries the label
 /// `genscope.journal` = "partial" and a note saying where it stops. Failures to write are
 /// monitoring errors of the run (source "journal"), never exceptions into the pipeline.

@@ -18,7 +18,13 @@ class JournalSink final : public Sink {
       : path_(std::move(path)), min_interval_ns_(min_interval.count() * 1'000'000) {}
 
   std::string name() const override { return "journal"; }
-  unsigned events() const override { return kRunEvents | kStepEvents | kErrorEvents; }
+  // Samples too: a step end held back by min_interval is written at the first sample after
+  // the interval (the sampler's rows come at least every max_sample_interval, and every step
+  // boundary is a row), so the last steps before a kill -9 are not waiting for a step end
+  // that never comes.
+  unsigned events() const override {
+    return kRunEvents | kStepEvents | kErrorEvents | kSampleEvents;
+  }
 
   void run_started(const Run& run) override {
     run_ = run;
@@ -34,9 +40,12 @@ class JournalSink final : public Sink {
     if (!active_) return;
     run_.steps.push_back(step);
     run_.duration_ns = std::max(run_.duration_ns, step.start_offset_ns + step.duration_ns);
-    const std::int64_t now = Step::now_ns();
-    // Within min_interval of the last write, this step goes with the next write.
-    if (now - last_write_ns_ >= min_interval_ns_) write();
+    pending_ = true;
+    write_if_due();
+  }
+
+  void sample(std::int64_t /*offset_ns*/, std::span<const double> /*values*/) override {
+    if (active_ && pending_) write_if_due();
   }
 
   void monitoring_error(const MonitoringError& error) override {
@@ -50,8 +59,14 @@ class JournalSink final : public Sink {
   }
 
  private:
+  // Within min_interval of the last write, ended steps wait for the next step end or sample.
+  void write_if_due() {
+    if (Step::now_ns() - last_write_ns_ >= min_interval_ns_) write();
+  }
+
   void write() {
     last_write_ns_ = Step::now_ns();
+    pending_ = false;
     Run doc = run_;
     std::sort(doc.steps.begin(), doc.steps.end(),
               [](const StepRecord& a, const StepRecord& b) { return a.id < b.id; });
@@ -65,6 +80,7 @@ class JournalSink final : public Sink {
   std::int64_t min_interval_ns_;
   Run run_;
   bool active_ = false;
+  bool pending_ = false;  // steps ended since the last write
   std::int64_t last_write_ns_ = 0;
 };
 

@@ -5,10 +5,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "genscope/genscope.hpp"
 
@@ -281,5 +284,46 @@ TEST(Sink, UnopenableLogFileIsAMonitoringError) {
   EXPECT_EQ(r.steps.at(0).status, StepStatus::kOk);
 }
 
+
+// The journal writes at most once per min_interval; a step that ends within it must not wait
+// for a step end that never comes (kill -9 during a long last step): the first sample after
+// the interval writes it.
+TEST(Journal, AStepHeldBackByTheIntervalIsWrittenByTheNextSample) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("genscope-journal-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = dir / "run.journal.json";
+  std::shared_ptr<Sink> sink = make_journal_sink(path, 300ms);
+  genscope::Run run;
+  run.id = "journal-test";
+  sink->run_started(run);
+  StepRecord first;
+  first.id = 0;
+  first.name = "first";
+  first.status = StepStatus::kOk;
+  sink->step_ended(first);  // within 300 ms of the start's write: held back
+  StepRecord second = first;
+  second.id = 1;
+  second.name = "second";
+  std::this_thread::sleep_for(350ms);
+  sink->step_ended(second);  // the interval since the start's write has passed: written
+  StepRecord third = first;
+  third.id = 2;
+  third.name = "third";
+  sink->step_ended(third);  // within 300 ms of the last write: held back
+  EXPECT_EQ(read_run_file(path).steps.size(), 2u);
+  const double row[1] = {1.0};
+  sink->sample(0, row);  // still within the interval: nothing written
+  EXPECT_EQ(read_run_file(path).steps.size(), 2u);
+  std::this_thread::sleep_for(350ms);
+  sink->sample(0, row);
+  const genscope::Run journal = read_run_file(path);
+  ASSERT_EQ(journal.steps.size(), 3u);
+  EXPECT_EQ(journal.steps[2].name, "third");
+  EXPECT_EQ(journal.labels.at("genscope.journal"), "partial");
+  sink->run_finished(run);
+  EXPECT_FALSE(std::filesystem::exists(path)) << "a finished run leaves no journal";
+  std::filesystem::remove_all(dir);
+}
 }  // namespace
 }  // namespace genscope
