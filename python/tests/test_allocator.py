@@ -202,9 +202,13 @@ class ThreadTest(unittest.TestCase):
         monitor.add_torch_cuda_allocator(cuda=cuda)
         run = monitor.start_run(pipeline="batch")
         failures = []
+        # All four alive together (a thread that ended before another began may hand its
+        # pthread id on, and the run numbers threads by id).
+        together = threading.Barrier(4)
 
         def worker(index):
             try:
+                together.wait(timeout=30)
                 for j in range(5):
                     with run.step("sampling", f"t{index}-s{j}") as step:
                         for _ in range(4):
@@ -213,6 +217,7 @@ class ThreadTest(unittest.TestCase):
                         step.add_counter("items", 1)
                         with run.step("custom", f"t{index}-s{j}-inner"):
                             time.sleep(0.001)
+                together.wait(timeout=30)
             except BaseException as e:  # noqa: BLE001 - reported below
                 failures.append(e)
 
