@@ -217,6 +217,9 @@ int main(int argc, char** argv) {
     sleep_ms(50);
     event(R"({"event":"end"})");
     event(R"({"event":"begin","kind":"custom","name":"spike"})");
+    // genscope reads events asynchronously: give it time to close "before" (its cgroup figure
+    // counts every page of the tree) before the spike starts, even on a loaded machine.
+    sleep_ms(30);
     int answer[2];
     if (::pipe(answer) != 0) return 4;
     const pid_t child = ::fork();
