@@ -136,13 +136,14 @@ void RunState::update_sampled_peaks_locked(const std::vector<double>& row,
   }
 }
 
-void RunState::push_boundary_row_locked(const std::vector<double>& row, std::int64_t now_ns) {
-  if (finished || row.size() != columns.size()) return;
+bool RunState::push_row_locked(const std::vector<double>& row, std::int64_t now_ns) {
+  if (finished || row.size() != columns.size()) return false;
   const std::int64_t offset = now_ns - start_steady_ns;
-  if (series.size() > 0 && offset < series.times().back()) return;
+  if (series.size() > 0 && offset < series.times().back()) return false;
   series.push(offset, row);
   last_row_ns.store(now_ns, std::memory_order_relaxed);
   if (wants(Sink::kSampleEvents)) sinks->post(SampleEvent{offset, row});
+  return true;
 }
 
 void RunState::finalize_locked(StepState& step, const std::vector<double>& after,
@@ -358,8 +359,7 @@ class Envelope {
 
   bool widened_by(const std::vector<double>& row) {
     if (lo_.size() != row.size()) {
-      lo_ = row;
-      hi_ = row;
+      reset_to(row);
       return true;
     }
     bool changed = false;
@@ -389,10 +389,9 @@ class Envelope {
 
 // The cadence: `fast` after a step boundary (wake_sampler) and while samples leave the range
 // seen since the last boundary (Envelope); each steady sample doubles the interval up to
-// `slow`. A boundary that arrives during a long wait
-// wakes the sampler, which then samples `fast` after its previous sample (at once if that
-// moment has passed); one that arrives during a fast wait is seen at its end (the step's own
-// exact readings were taken at the boundary itself).
+// `slow`. Intervals count from the newest row, the sampler's or a boundary's. A boundary that
+// arrives during a long wait wakes the sampler, which then samples `fast` after the newest row
+// (at once if that moment has passed); one that arrives during a fast wait is seen at its end.
 void MonitorState::sampler_loop() {
   const auto fast = std::max(options.sample_interval, std::chrono::microseconds(1000));
   const auto slow = std::max(options.max_sample_interval, fast);
@@ -403,6 +402,11 @@ void MonitorState::sampler_loop() {
   auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(fast);
   auto last = std::chrono::steady_clock::now();
   std::uint64_t seen_events = sampler_events.load(std::memory_order_relaxed);
+  // The newest row of the run sampled now (caller holds `mutex`, sampled_run is set).
+  const auto newest_row = [&] {
+    return std::max(last, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(
+                              sampled_run->last_row_ns.load(std::memory_order_relaxed))));
+  };
   std::unique_lock lock(mutex);
   for (;;) {
     if (sampler_stop) return;
@@ -413,10 +417,7 @@ void MonitorState::sampler_loop() {
       envelope.reset();
       continue;
     }
-    // Counted from the newest row: a step boundary's readings are a row of their own.
-    const auto newest_row = std::chrono::steady_clock::time_point(
-        std::chrono::nanoseconds(sampled_run->last_row_ns.load(std::memory_order_relaxed)));
-    auto next = std::max(last, newest_row) + interval;
+    auto next = newest_row() + interval;
     const auto now = std::chrono::steady_clock::now();
     if (next < now) next = now + interval;  // fell behind: skip, never burst
     sampler_waits_long.store(next - now > fast);
@@ -439,11 +440,8 @@ void MonitorState::sampler_loop() {
       }
     }
     // Not due yet when a boundary row came during the wait, or the wait was cut short.
-    const auto newest = std::chrono::steady_clock::time_point(
-        std::chrono::nanoseconds(sampled_run->last_row_ns.load(std::memory_order_relaxed)));
-    if (std::max(last, newest) + interval > std::chrono::steady_clock::now()) continue;
+    if (newest_row() + interval > std::chrono::steady_clock::now()) continue;
     std::shared_ptr<RunState> run = sampled_run;
-    if (run == nullptr) continue;
     lock.unlock();
     last = std::chrono::steady_clock::now();
     run->sample_series_row(row, fresh, steady_now_ns(), interval_ns);
@@ -452,16 +450,9 @@ void MonitorState::sampler_loop() {
     {
       std::lock_guard run_lock(run->mutex);
       // A boundary row stored while this one was read is newer: this one is dropped.
-      const std::int64_t offset = t - run->start_steady_ns;
-      if (!run->finished &&
-          (run->series.size() == 0 || offset >= run->series.times().back())) {
-        run->series.push(offset, row);
-        run->last_row_ns.store(t, std::memory_order_relaxed);
+      if (run->push_row_locked(row, t)) {
         run->update_sampled_peaks_locked(row, fresh, t);
         for (StepState* s : run->open_steps) ++s->samples;
-        if (run->wants(Sink::kSampleEvents)) {
-          run->sinks->post(SampleEvent{t - run->start_steady_ns, row});
-        }
       }
     }
     lock.lock();

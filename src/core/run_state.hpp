@@ -121,12 +121,12 @@ struct RunState {
   /// `now_ns` (a repeated reading may predate the step). Caller holds mutex.
   void update_sampled_peaks_locked(const std::vector<double>& row, const std::vector<char>& fresh,
                                    std::int64_t now_ns);
-  /// Appends a step boundary's own readings (its before or after figures, read at `now_ns`)
-  /// to the series: the timeline has a point at every boundary, and the sampler need not
-  /// read the same figures again right after it. Not a sample inside any step (no step's
-  /// sampled peak or sample count moves). Skipped when a newer row is already stored.
-  /// Caller holds mutex.
-  void push_boundary_row_locked(const std::vector<double>& row, std::int64_t now_ns);
+  /// Appends a row read at `now_ns` to the series — the sampler's, or a step boundary's own
+  /// readings (its before or after figures: the timeline has a point at every boundary, and
+  /// the sampler counts its next interval from it) — and posts it to the sinks. Skipped (false)
+  /// when the run has finished, the row has the wrong width, or a newer row is already
+  /// stored. Moves no step's sampled peak or sample count. Caller holds mutex.
+  bool push_row_locked(const std::vector<double>& row, std::int64_t now_ns);
   /// Converts a step's state into its finished record. Caller holds mutex.
   void finalize_locked(StepState& step, const std::vector<double>& after, std::int64_t end_ns);
   /// Adds the step's per-item parts as "figure_parts" attachments. Caller holds mutex.

@@ -127,7 +127,7 @@ Step ActiveRun::step_at(std::int64_t start_steady_ns, StepKind kind, std::string
       const std::int64_t now = detail::steady_now_ns();
       const std::int64_t start =
           start_steady_ns == std::numeric_limits<std::int64_t>::max() ? now : start_steady_ns;
-      run.push_boundary_row_locked(before, now);
+      run.push_row_locked(before, now);
       raw->before = std::move(before);
       raw->start_ns = start;
       raw->last_iteration_ns = start;
@@ -281,7 +281,7 @@ void Step::end_impl(std::int64_t end_ns) noexcept {
     st->record.iteration_ns = std::move(st->iterations);
     st->record.iterations_inferred = st->iterations_inferred;
     run->finalize_locked(*st, after, end_ns);
-    run->push_boundary_row_locked(after, detail::steady_now_ns());
+    run->push_row_locked(after, detail::steady_now_ns());
     if (run->wants(Sink::kStepEvents)) run->sinks->post(detail::StepEndedEvent{st->record});
     run->monitor->wake_sampler();
   } catch (...) {
