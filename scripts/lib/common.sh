@@ -23,14 +23,20 @@ runtime_packages=(
   python3-pybind11 python3-setuptools python3-wheel python3-venv python3-pip
   procps util-linux
 )
-# What only the tests, benchmarks and fuzzing need on top: GoogleTest/Benchmark, real
-# Prometheus/Pushgateway, headless Chromium, clang's libFuzzer, the peers' tools.
+# What only the tests and benchmarks need on top: GoogleTest/Benchmark, real
+# Prometheus/Pushgateway, headless Chromium, aiohttp (the ComfyUI package's routes and the
+# message-clock server of its tests), clang's libFuzzer, the peers' tools.
+# Every Debian package a script installs is in one of these *_packages arrays; the suite
+# checks that the tests use nothing else a fresh machine lacks (tests/machine/check_packages.py).
 test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus prometheus-pushgateway python3-prometheus-client chromium
+  python3-aiohttp
   clang-14 libclang-rt-14-dev
   curl xz-utils
 )
+# scripts/fuzz: clang's libFuzzer with its sanitizer runtimes.
+fuzz_packages=(clang-14 libclang-rt-14-dev)
 
 ensure_packages() {
   local missing=() p
