@@ -2,6 +2,7 @@
 
 import copy
 import io
+import pickle
 import threading
 import unittest
 
@@ -11,7 +12,7 @@ import torch.nn as nn
 import genscope
 import genscope.torch as gt
 from helpers import quiet_monitor
-from tiny_pipeline import HeunScheduler, TinyPipeline, TinyUNet, manual_generation
+from tiny_pipeline import HeunScheduler, TinyPipeline, TinyUNet, TwoExpertPipeline, manual_generation
 
 STEPS = 4
 
@@ -160,6 +161,71 @@ class InstrumentTest(unittest.TestCase):
             self.assertTrue(torch.equal(loaded(x, t, context, added_cond_kwargs=pooled).sample,
                                         original))
         self.assertEqual(hook_state(self.pipe), self.clean)
+
+    def test_copies_of_wrapped_objects_are_plain_and_independent(self):
+        """copy.copy, copy.deepcopy and pickle of every wrapped object inside the block give the
+        object as it was: no genscope wrapper in the copy, running the copy leaves the original
+        as it was and records nothing (LTX-2 deep-copies its scheduler and steps both)."""
+        wrapped_names = {"forward", "step", "set_timesteps", "encode", "decode", "__getstate__"}
+        pipe = TinyPipeline(dual=True)
+        pipe.scheduler = HeunScheduler()  # state that advances on every step()
+        copiers = {"copy": copy.copy, "deepcopy": copy.deepcopy,
+                   "pickle": lambda o: pickle.loads(pickle.dumps(o))}
+        run = quiet_monitor().start_run()
+        with gt.instrument(pipe, run), torch.no_grad():
+            for name in ("scheduler", "vae", "unet", "text_encoder", "text_encoder_2"):
+                obj = getattr(pipe, name)
+                self.assertTrue(wrapped_names & set(vars(obj)), f"{name} is not wrapped")
+                for how, copier in copiers.items():
+                    dup = copier(obj)
+                    self.assertIs(type(dup), type(obj))
+                    self.assertEqual(wrapped_names & set(vars(dup)), set(),
+                                     f"{how} of {name} kept genscope's wrappers")
+            scheduler = pipe.scheduler
+            scheduler.set_timesteps(4)
+            timesteps, index = scheduler.timesteps.clone(), scheduler.step_index
+            sample = torch.randn(1, 4, 8, 8)
+            for how in ("copy", "deepcopy"):
+                dup = copiers[how](scheduler)
+                dup.set_timesteps(6)
+                dup.step(torch.randn(1, 4, 8, 8), dup.timesteps[0], sample)
+                dup.step(torch.randn(1, 4, 8, 8), dup.timesteps[1], sample)
+                self.assertEqual(dup.step_index, 2, how)
+                self.assertEqual(scheduler.step_index, index, f"the {how} advanced the original")
+                self.assertTrue(torch.equal(scheduler.timesteps, timesteps), how)
+            vae = copy.deepcopy(pipe.vae)
+            vae.decode(torch.randn(1, 4, 8, 8))
+        doc = run.finish()
+        self.assertEqual([s["name"] for s in doc["steps"]], [], "a copy's calls were recorded")
+        self.assertEqual(hook_state(pipe), hook_state(TinyPipeline(dual=True)))
+        self.assertNotIn("__getstate__", vars(pipe.scheduler))
+
+    def test_two_experts_are_both_hooked_with_their_calls_and_time(self):
+        """Wan 2.2 A14B: transformer for the high-noise steps, transformer_2 for the rest; both
+        in the sampling step, their calls counted apart, the output unchanged."""
+        pipe = TwoExpertPipeline(boundary_ratio=0.5)
+        pipe.image_encoder = nn.Linear(2, 2)  # not hooked: listed as skipped
+        plain = pipe("a red fox", "blurry", num_inference_steps=STEPS, cfg_batched=False)
+        run = quiet_monitor().start_run()
+        with gt.instrument(pipe, run) as inst:
+            out = pipe("a red fox", "blurry", num_inference_steps=STEPS, cfg_batched=False)
+        doc = run.finish()
+        self.assertTrue(torch.equal(out, plain))
+        self.assertEqual(inst.hook_errors, 0)
+        step = sampling(doc)
+        self.assertEqual(step["name"], "denoise (transformer, transformer_2)")
+        self.assertEqual(step["iterations"]["count"], STEPS)
+        labels = step["labels"]
+        # DDIM over 1000 timesteps, 4 steps: 751, 501 (>= 500: transformer), 251, 1; 2 calls each
+        self.assertEqual(labels["model_calls.transformer"], "4")
+        self.assertEqual(labels["model_calls.transformer_2"], "4")
+        self.assertGreater(float(labels["model_seconds.transformer_2"]), 0.0)
+        self.assertEqual(doc["labels"]["boundary_ratio"], "0.5")
+        components = attachment(doc, "instrument")  # kind torch_components
+        self.assertEqual(components["transformer_2"]["hooked"], "forward")
+        self.assertEqual(components["transformer"]["hooked"], "forward")
+        self.assertTrue(components["image_encoder"]["skipped"].startswith("Linear: not hooked"))
+        self.assertNotIn("forward", vars(pipe.transformer_2))
 
     def test_hooks_are_removed_on_exit(self):
         self.instrumented()

@@ -330,6 +330,33 @@ class TinyPipeline:
         return self.vae.decode(latents / self.vae.config.scaling_factor).sample
 
 
+class TwoExpertPipeline(TinyPipeline):
+    """Wan 2.2 A14B's layout: ``transformer`` denoises the high-noise timesteps (t >= the
+    boundary, ``config.boundary_ratio`` of the training timesteps), ``transformer_2`` the rest."""
+
+    def __init__(self, boundary_ratio: float = 0.5, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.transformer = self.unet
+        del self.unet
+        self.transformer_2 = TinyUNet(32, 768).eval().requires_grad_(False)  # dual=False's widths
+        self.config = {"boundary_ratio": boundary_ratio}
+
+    def modules(self) -> List[nn.Module]:
+        return [m for m in (getattr(self, n, None) for n in
+                            ("text_encoder", "unet", "transformer", "transformer_2", "vae"))
+                if m is not None]
+
+    def denoise_once(self, latents: torch.Tensor, t: torch.Tensor, cond: Tuple[Any, Any],
+                     uncond: Tuple[Any, Any], guidance_scale: float,
+                     cfg_batched: bool) -> torch.Tensor:
+        boundary = self.config["boundary_ratio"] * self.scheduler.num_train_timesteps
+        self.unet = self.transformer if int(t) >= boundary else self.transformer_2
+        try:
+            return super().denoise_once(latents, t, cond, uncond, guidance_scale, cfg_batched)
+        finally:
+            del self.unet
+
+
 @torch.no_grad()
 def manual_generation(pipe: TinyPipeline, run: Any, prompt: str, negative_prompt: str = "", *,
                       num_inference_steps: int = 4, guidance_scale: float = 5.0,

@@ -20,7 +20,13 @@ from .._errors import make_error
 TEXT_ENCODERS = ("text_encoder", "text_encoder_2", "text_encoder_3")
 TOKENIZERS = ("tokenizer", "tokenizer_2", "tokenizer_3")
 DENOISERS = ("unet", "transformer")
-ROLES = TEXT_ENCODERS + TOKENIZERS + DENOISERS + ("vae", "scheduler")
+#: Denoisers a pipeline calls besides its first, each for part of the schedule: Wan 2.2 A14B's
+#: low-noise expert ``transformer_2`` (diffusers' WanPipeline, ``boundary_ratio``).
+MORE_DENOISERS = ("transformer_2",)
+#: Models some pipelines hold that instrument() does not hook (yet): listed as skipped, so the
+#: components attachment says what ran unobserved (their time is inside the surrounding steps).
+NOT_HOOKED = ("image_encoder", "audio_vae", "vocoder", "connectors", "controlnet")
+ROLES = TEXT_ENCODERS + TOKENIZERS + DENOISERS + MORE_DENOISERS + ("vae", "scheduler")
 
 
 @dataclass
@@ -31,6 +37,7 @@ class Components:
     tokenizers: Dict[str, Any] = field(default_factory=dict)
     denoiser: Optional[Any] = None  # torch module
     denoiser_name: str = ""
+    more_denoisers: Dict[str, Any] = field(default_factory=dict)  # name -> torch module
     vae: Optional[Any] = None  # object with encode/decode
     scheduler: Optional[Any] = None  # object with step()
     skipped: Dict[str, str] = field(default_factory=dict)  # name -> reason
@@ -43,8 +50,8 @@ class Components:
         for name, tok in self.tokenizers.items():
             out[name] = {"class": type(tok).__name__, "hooked": None,
                          "model_max_length": _int_or_none(getattr(tok, "model_max_length", None))}
-        if self.denoiser is not None:
-            out[self.denoiser_name] = {"class": type(self.denoiser).__name__, "hooked": "forward"}
+        for name, module in self.denoisers().items():
+            out[name] = {"class": type(module).__name__, "hooked": "forward"}
         if self.vae is not None:
             out["vae"] = {"class": type(self.vae).__name__, "hooked": "encode, decode"}
         if self.scheduler is not None:
@@ -53,6 +60,11 @@ class Components:
         for name, reason in self.skipped.items():
             out[name] = {"class": None, "hooked": None, "skipped": reason}
         return out
+
+    def denoisers(self) -> Dict[str, Any]:
+        """Every hooked denoiser by name, the first (whose name titles sampling) first."""
+        first = {self.denoiser_name: self.denoiser} if self.denoiser is not None else {}
+        return {**first, **self.more_denoisers}
 
 
 def _int_or_none(value: Any) -> Optional[int]:
@@ -150,6 +162,25 @@ def find_components(pipe: Any) -> Components:
             found.denoiser, found.denoiser_name = module, name
         else:
             unusable(name, f"a second denoiser ({found.denoiser_name} is hooked)")
+    for name in MORE_DENOISERS:
+        obj = get(name)
+        if obj is None:
+            continue
+        module = _denoiser_module(obj)
+        if module is None:
+            unusable(name, f"{type(obj).__name__} is not a torch module")
+        elif found.denoiser is None:
+            unusable(name, "a second denoiser without a first (unet or transformer)")
+        elif module is found.denoiser or id(module) in seen:
+            found.skipped[name] = f"same module as {found.denoiser_name}"
+        else:
+            found.more_denoisers[name] = module
+    if not explicit:
+        for name in NOT_HOOKED:
+            obj = get(name)
+            if obj is not None:
+                found.skipped[name] = (f"{type(obj).__name__}: not hooked; its calls run inside "
+                                       "the steps around them")
     vae = get("vae")
     if vae is not None:
         if _has_methods(vae, "encode", "decode"):

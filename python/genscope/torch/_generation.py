@@ -27,7 +27,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 #: __call__ arguments recorded as labels, in this order (those present and not None).
 SETTINGS = ("prompt", "negative_prompt", "num_inference_steps", "guidance_scale", "height",
-            "width", "strength")
+            "width", "strength", "num_frames", "fps", "frame_rate", "true_cfg_scale",
+            "guidance_scale_2", "boundary_ratio", "max_sequence_length")
 _MAX_DEPTH = 64
 
 
@@ -113,6 +114,15 @@ def _seed(local: Mapping[str, Any]) -> Optional[str]:
     return ",".join(seeds) if seeds else None
 
 
+def _config_value(owner: Any, key: str) -> Any:
+    """owner.config[key] (diffusers' FrozenDict), or None; never raises."""
+    try:
+        config = getattr(owner, "config", None)
+        return config.get(key) if isinstance(config, Mapping) else None
+    except Exception:  # a property or mapping that raises: no value
+        return None
+
+
 def read_generation(frame: Any) -> Generation:
     """The settings and encoder roles of the call running in `frame` (read, never written)."""
     local = frame.f_locals
@@ -123,6 +133,10 @@ def read_generation(frame: Any) -> Generation:
         text = _text(local.get(key))
         if text is not None:
             gen.settings[key] = text
+    if "boundary_ratio" not in gen.settings:  # Wan 2.2: the pipeline's config, not an argument
+        boundary = _config_value(local.get("self"), "boundary_ratio")
+        if _text(boundary) is not None:
+            gen.settings["boundary_ratio"] = _text(boundary)
     seed = _seed(local)
     if seed is not None:
         gen.settings["seed"] = seed

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 import types
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _genscope
 from ._components import Components, find_components
@@ -54,6 +55,8 @@ class _Sampling:
         self.last_input: Any = None
         self.last_timestep: Optional[float] = None
         self.calls_in_iteration = 0
+        self.model_calls: Dict[str, int] = {}  # completed calls per denoiser (Wan 2.2: two)
+        self.model_seconds: Dict[str, float] = {}
 
 
 class _Schedule:
@@ -120,8 +123,8 @@ class Instrumentation:
         c = self.components
         for name, module in c.text_encoders.items():
             self._wrap_forward(module, functools.partial(self._text_forward, name))
-        if c.denoiser is not None:
-            self._wrap_forward(c.denoiser, self._denoiser_forward)
+        for name, module in c.denoisers().items():
+            self._wrap_forward(module, functools.partial(self._denoiser_forward, name))
         if c.scheduler is not None:
             self._wrap(c.scheduler, "step", self._scheduler_step)
             if callable(getattr(c.scheduler, "set_timesteps", None)):
@@ -134,6 +137,7 @@ class Instrumentation:
 
     def _wrap(self, obj: Any, attr: str, around: Callable[..., Any]) -> None:
         """Shadows obj.attr with an instance attribute calling around(original, *args)."""
+        self._copy_without_wrappers(obj)
         original = getattr(obj, attr)
         had = attr in getattr(obj, "__dict__", {})
         previous = obj.__dict__[attr] if had else None
@@ -152,6 +156,7 @@ class Instrumentation:
         around(original, *args). Bound, not a closure over the module: ``copy.deepcopy``
         rebinds it to the copy (which then runs its own weights), and pickling stores it as
         ``getattr(module, "forward")``, i.e. the class's forward when loaded."""
+        self._copy_without_wrappers(module)
         had = "forward" in module.__dict__
         previous = module.__dict__["forward"] if had else None  # accelerate's, for one
         cls_forward = type(module).forward
@@ -166,6 +171,42 @@ class Instrumentation:
         bound = types.MethodType(forward, module)
         setattr(module, "forward", bound)
         self._patches.append((module, "forward", had, previous, bound))
+
+    def _copy_without_wrappers(self, obj: Any) -> None:
+        """Makes every copy of obj (``copy.copy``, ``copy.deepcopy``, pickle) a copy of the object
+        as it was, without genscope's wrappers: an instance attribute ``__getstate__`` (which
+        copy and pickle look up on the instance) returns obj's state with each wrapper replaced
+        by what it shadowed. A copy is then independent of the original — a pipeline that
+        deep-copies its scheduler (LTX-2's audio scheduler) advances the copy, not the
+        instrumented original through a wrapper bound to it — and is not instrumented itself."""
+        if "__getstate__" in obj.__dict__ and any(
+                o is obj and a == "__getstate__" for o, a, *_ in self._patches):
+            return
+        had = "__getstate__" in obj.__dict__
+        previous = obj.__dict__["__getstate__"] if had else None
+        own = getattr(type(obj), "__getstate__", None)  # object's since Python 3.11
+        patches = self._patches
+
+        def __getstate__() -> Any:
+            if had:
+                state = previous()
+            elif own is not None:
+                state = own(obj)
+            else:
+                state = obj.__dict__
+            if not isinstance(state, dict):
+                return state
+            state = dict(state)
+            for o, attr, was_there, before, wrapper in patches:
+                if o is obj and state.get(attr) is wrapper:
+                    if was_there:
+                        state[attr] = before
+                    else:
+                        del state[attr]
+            return state
+
+        obj.__dict__["__getstate__"] = __getstate__
+        self._patches.append((obj, "__getstate__", had, previous, __getstate__))
 
     def _uninstall(self) -> None:
         for obj, attr, had, previous, wrapper in reversed(self._patches):
@@ -241,6 +282,7 @@ class Instrumentation:
         try:
             return any(mine is not None and getattr(owner, attr, None) is mine
                        for attr, mine in ((c.denoiser_name or "unet", c.denoiser),
+                                          *c.more_denoisers.items(),
                                           ("vae", c.vae), ("scheduler", c.scheduler)))
         except Exception:  # a property that raises: not a pipeline of ours
             return False
@@ -256,7 +298,7 @@ class Instrumentation:
 
     def _begin_sampling(self) -> _Sampling:
         c = self.components
-        name = c.denoiser_name or "scheduler"
+        name = ", ".join(c.denoisers()) or "scheduler"
         step = self.run.step("sampling", f"denoise ({name})", source=caller())
         state = _Sampling(step, threading.get_ident())
         self._sampling = state
@@ -292,6 +334,10 @@ class Instrumentation:
             # Counted in Python per call, recorded once: the per-iteration path stays short.
             if s.calls:
                 s.step.add_counter("model_calls", float(s.calls))
+            if len(self.components.denoisers()) > 1:  # which expert ran how often, how long
+                for model in self.components.denoisers():
+                    s.step.label(f"model_calls.{model}", s.model_calls.get(model, 0))
+                    s.step.label(f"model_seconds.{model}", f"{s.model_seconds.get(model, 0.0):.6f}")
             if s.evaluations:
                 s.step.add_counter("model_evaluations", s.evaluations)
             if s.scheduler_steps:
@@ -361,9 +407,11 @@ class Instrumentation:
             step.end()
 
     # --- denoiser ---------------------------------------------------------------------------------
-    def _denoiser_forward(self, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def _denoiser_forward(self, name: str, original: Callable[..., Any], *args: Any,
+                          **kwargs: Any) -> Any:
         if self._sampling is None or self.components.scheduler is None:
             self._guard("denoiser", lambda: self._denoiser_begin(args, kwargs))
+        started = time.perf_counter()
         try:
             output = original(*args, **kwargs)
         except BaseException as e:
@@ -371,7 +419,7 @@ class Instrumentation:
             self._guard("denoiser", functools.partial(self._denoiser_failed, e))
             raise
         try:
-            self._denoiser_end(output)
+            self._denoiser_end(name, time.perf_counter() - started, output)
         except Exception as e:  # noqa: BLE001 - the pipeline must not see it
             self._failed("denoiser", e)
         return output
@@ -428,11 +476,13 @@ class Instrumentation:
         if s is not None and s.thread == threading.get_ident():
             self._end_sampling(exc)
 
-    def _denoiser_end(self, output: Any) -> None:
+    def _denoiser_end(self, name: str, seconds: float, output: Any) -> None:
         s = self._sampling
         if s is None:
             return
         s.calls += 1
+        s.model_calls[name] = s.model_calls.get(name, 0) + 1
+        s.model_seconds[name] = s.model_seconds.get(name, 0.0) + seconds
         out = first_tensor(output, "sample")
         if out is not None and len(out.shape) > 0:
             s.pending_batches.append(int(out.shape[0]))
