@@ -16,6 +16,7 @@ success/error/interrupt message: the time between ComfyUI's own messages.
 import logging
 import threading
 import time
+from fnmatch import fnmatchcase
 
 from .kinds import step_kind
 
@@ -42,32 +43,54 @@ def _workflow_titles(extra_data):
     return titles
 
 
+# Inputs of stock nodes that make a run's header, by class pattern: (input, header key).
+# Literal inputs only (a linked input is [node id, output index], not a value).
+_HEADER_INPUTS = (
+    ("KSampler*", (("seed", "seed"), ("noise_seed", "seed"), ("steps", "steps"), ("cfg", "cfg"),
+                   ("sampler_name", "sampler"), ("scheduler", "scheduler"),
+                   ("denoise", "denoise"))),
+    ("SamplerCustom", (("noise_seed", "seed"), ("cfg", "cfg"))),
+    ("RandomNoise", (("noise_seed", "seed"),)),  # SamplerCustomAdvanced's parts
+    ("BasicScheduler", (("steps", "steps"), ("scheduler", "scheduler"), ("denoise", "denoise"))),
+    ("KSamplerSelect", (("sampler_name", "sampler"),)),
+    ("*CFGGuider", (("cfg", "cfg"),)),
+    ("FluxGuidance", (("guidance", "guidance"),)),
+    ("*Empty*Latent*", (("batch_size", "batch"), ("length", "frames"))),
+    ("*ToVideo*", (("batch_size", "batch"), ("length", "frames"))),
+)
+# Where the model's name is: the first loader of a diffusion model in the prompt.
+_MODEL_INPUTS = (("CheckpointLoader*", "ckpt_name"), ("ImageOnlyCheckpointLoader", "ckpt_name"),
+                 ("UNETLoader", "unet_name"), ("DiffusersLoader", "model_path"))
+
+
 def _pipeline_parameters(prompt):
-    """What a run's header shows: checkpoint, seed, steps, sampler, resolution, LoRAs."""
+    """What a run's header shows: model, seed, steps, sampler, cfg, resolution, frames, LoRAs —
+    from the classic nodes (CheckpointLoaderSimple, KSampler, EmptyLatentImage) and the modern
+    ones (UNETLoader, SamplerCustomAdvanced's RandomNoise/BasicScheduler/KSamplerSelect,
+    EmptySD3LatentImage, EmptyHunyuanLatentVideo, WanImageToVideo, ...)."""
     model, params, loras = "", {}, []
-    for node in prompt.values():
-        if not isinstance(node, dict):
-            continue
+    nodes = sorted(((k, v) for k, v in prompt.items() if isinstance(v, dict)),
+                   key=lambda kv: (len(str(kv[0])), str(kv[0])))  # node id order: stable
+    for _, node in nodes:
         cls, inputs = str(node.get("class_type", "")), node.get("inputs") or {}
         if not isinstance(inputs, dict):
             continue
-        if cls.startswith("CheckpointLoader") and isinstance(inputs.get("ckpt_name"), str):
-            model = model or inputs["ckpt_name"]
-        elif cls.startswith("LoraLoader") and isinstance(inputs.get("lora_name"), str):
+        for pattern, key in _MODEL_INPUTS:
+            if not model and fnmatchcase(cls, pattern) and isinstance(inputs.get(key), str):
+                model = inputs[key]
+        if fnmatchcase(cls, "LoraLoader*") and isinstance(inputs.get("lora_name"), str):
             loras.append(inputs["lora_name"])
-        elif cls.startswith("KSampler"):
-            for key, name in (("seed", "seed"), ("noise_seed", "seed"), ("steps", "steps"),
-                              ("cfg", "cfg"), ("sampler_name", "sampler"),
-                              ("scheduler", "scheduler"), ("denoise", "denoise")):
+        for pattern, keys in _HEADER_INPUTS:
+            if not fnmatchcase(cls, pattern):
+                continue
+            for key, name in keys:
                 value = inputs.get(key)
                 if isinstance(value, (int, float, str)) and not isinstance(value, bool):
                     params.setdefault(name, str(value))
-        elif cls.startswith("EmptyLatentImage"):
+        if fnmatchcase(cls, "*Empty*Latent*") or fnmatchcase(cls, "*ToVideo*"):
             w, h = inputs.get("width"), inputs.get("height")
-            if isinstance(w, int) and isinstance(h, int):
+            if isinstance(w, int) and isinstance(h, int) and not isinstance(w, bool):
                 params.setdefault("resolution", f"{w}x{h}")
-            if isinstance(inputs.get("batch_size"), int):
-                params.setdefault("batch", str(inputs["batch_size"]))
     if loras:
         params["loras"] = ",".join(loras)
     return model, params
@@ -113,6 +136,7 @@ class PromptRecorder:
         self.node_started = 0.0
         self.nodes_executed = 0
         self.nodes_cached = 0
+        self.nodes_blocked = 0
         self.started = 0.0
         self.failed_node = None
         self.cached_nodes = set()
@@ -236,6 +260,7 @@ class PromptRecorder:
             "status": status,
             "nodes_executed": self.nodes_executed,
             "nodes_cached": self.nodes_cached,
+            "nodes_blocked": self.nodes_blocked,
             "failed_node": self.failed_node,
             "seconds": time.monotonic() - self.started,
         }
@@ -243,6 +268,8 @@ class PromptRecorder:
             run.label("comfyui.status", status)
             run.label("comfyui.nodes_executed", str(self.nodes_executed))
             run.label("comfyui.nodes_cached", str(self.nodes_cached))
+            if self.nodes_blocked:
+                run.label("comfyui.nodes_blocked", str(self.nodes_blocked))
         finally:
             self._reset()
 
@@ -335,9 +362,12 @@ class PromptRecorder:
         return step
 
     def _error(self, data):
-        step = self._failed_step(data)
         exc_type = str(data.get("exception_type") or "")
         message = str(data.get("exception_message") or "")
+        if exc_type == "ExecutionBlocked":
+            self._blocked(data, message)
+            return
+        step = self._failed_step(data)
         self.failed_node = self.node_id
         if step is not None:
             step.fail(message, exc_type)
@@ -348,6 +378,17 @@ class PromptRecorder:
                 self._record_oom(step)
         self._end_node()
         self.finish_pending = "error"
+
+    def _blocked(self, data, message):
+        """An output blocked by an ExecutionBlocker with a message: ComfyUI reports it as an
+        `execution_error` (exception_type "ExecutionBlocked") and goes on with the prompt. Not
+        a failure: the node's step is skipped with the message, the run continues."""
+        step = self._failed_step(data)
+        if step is not None:
+            step.label("comfyui.blocked", "true")
+            step.skip(message or "execution blocked")
+        self._end_node()
+        self.nodes_blocked += 1
 
     def _record_oom(self, step):
         state = self.allocator_state  # taken when ComfyUI began unloading after the error

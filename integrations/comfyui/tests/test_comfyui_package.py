@@ -339,6 +339,96 @@ class PackageTest(unittest.TestCase):
 
     # -- routes ---------------------------------------------------------------------------
 
+    def test_header_from_modern_workflows(self):
+        """The run header from today's workflows (API format, as ComfyUI's own Flux and Wan
+        templates lay them out): the model from UNETLoader, seed/steps/sampler from
+        SamplerCustomAdvanced's parts, resolution and frames from the SD3/video latents."""
+        _, package, _ = self.load()
+        recorder = sys.modules[package.__name__ + ".recorder"]
+        flux = {
+            "6": {"class_type": "CLIPTextEncode", "inputs": {"text": "a fox", "clip": ["11", 0]}},
+            "8": {"class_type": "VAEDecode", "inputs": {"samples": ["13", 0], "vae": ["10", 0]}},
+            "9": {"class_type": "SaveImage", "inputs": {"images": ["8", 0]}},
+            "10": {"class_type": "VAELoader", "inputs": {"vae_name": "ae.safetensors"}},
+            "11": {"class_type": "DualCLIPLoader", "inputs": {"clip_name1": "t5xxl_fp16.safetensors",
+                                                               "clip_name2": "clip_l.safetensors",
+                                                               "type": "flux"}},
+            "12": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors",
+                                                           "weight_dtype": "default"}},
+            "13": {"class_type": "SamplerCustomAdvanced",
+                   "inputs": {"noise": ["25", 0], "guider": ["22", 0], "sampler": ["16", 0],
+                              "sigmas": ["17", 0], "latent_image": ["27", 0]}},
+            "16": {"class_type": "KSamplerSelect", "inputs": {"sampler_name": "euler"}},
+            "17": {"class_type": "BasicScheduler", "inputs": {"scheduler": "simple", "steps": 20,
+                                                               "denoise": 1.0, "model": ["12", 0]}},
+            "22": {"class_type": "BasicGuider", "inputs": {"model": ["12", 0],
+                                                            "conditioning": ["26", 0]}},
+            "25": {"class_type": "RandomNoise", "inputs": {"noise_seed": 219670278747233}},
+            "26": {"class_type": "FluxGuidance", "inputs": {"guidance": 3.5,
+                                                             "conditioning": ["6", 0]}},
+            "27": {"class_type": "EmptySD3LatentImage", "inputs": {"width": 1024, "height": 768,
+                                                                   "batch_size": 1}},
+        }
+        model, params = recorder._pipeline_parameters(flux)
+        self.assertEqual(model, "flux1-dev.safetensors")
+        self.assertEqual(params, {"seed": "219670278747233", "steps": "20", "scheduler": "simple",
+                                  "denoise": "1.0", "sampler": "euler", "guidance": "3.5",
+                                  "batch": "1", "resolution": "1024x768"})
+        wan = {
+            "37": {"class_type": "UNETLoader", "inputs": {"unet_name": "wan2.1_t2v_1.3B_fp16.safetensors",
+                                                           "weight_dtype": "default"}},
+            "38": {"class_type": "CLIPLoader", "inputs": {"clip_name": "umt5_xxl_fp8.safetensors",
+                                                           "type": "wan"}},
+            "40": {"class_type": "EmptyHunyuanLatentVideo",
+                   "inputs": {"width": 832, "height": 480, "length": 33, "batch_size": 1}},
+            "3": {"class_type": "KSampler", "inputs": {"seed": 82628696717253, "steps": 30,
+                                                        "cfg": 6, "sampler_name": "uni_pc",
+                                                        "scheduler": "simple", "denoise": 1,
+                                                        "model": ["48", 0]}},
+            "48": {"class_type": "ModelSamplingSD3", "inputs": {"shift": 8, "model": ["37", 0]}},
+        }
+        model, params = recorder._pipeline_parameters(wan)
+        self.assertEqual(model, "wan2.1_t2v_1.3B_fp16.safetensors")
+        self.assertEqual(params["resolution"], "832x480")
+        self.assertEqual(params["frames"], "33")
+        self.assertEqual((params["seed"], params["steps"], params["cfg"], params["sampler"]),
+                         ("82628696717253", "30", "6", "uni_pc"))
+
+    def test_a_blocked_output_is_not_fatal(self):
+        """ComfyUI reports an output blocked by an ExecutionBlocker with a message as an
+        execution_error (exception_type ExecutionBlocked) and goes on with the prompt: the
+        node is skipped with the message, the later nodes are recorded, the run succeeds."""
+        _, package, _ = self.load()
+        recorder_mod = sys.modules[package.__name__ + ".recorder"]
+        prompt = {"1": {"class_type": "CheckpointLoaderSimple", "inputs": {}},
+                  "2": {"class_type": "SaveImage", "inputs": {}},
+                  "3": {"class_type": "PreviewImage", "inputs": {}}}
+        finished = []
+        rec = recorder_mod.PromptRecorder(genscope.Monitor(nvml=False), lambda pid: (prompt, {}),
+                                          lambda doc, summary: finished.append((doc, summary)))
+        for event, data in (
+                ("execution_start", {"prompt_id": "p"}),
+                ("executing", {"node": "1", "prompt_id": "p"}),
+                ("executing", {"node": "2", "prompt_id": "p"}),
+                ("execution_error", {"prompt_id": "p", "node_id": "2", "node_type": "SaveImage",
+                                     "exception_type": "ExecutionBlocked",
+                                     "exception_message": "Execution Blocked: no image",
+                                     "traceback": []}),
+                ("executing", {"node": "3", "prompt_id": "p"}),
+                ("execution_success", {"prompt_id": "p"})):
+            rec.on_message(event, data)
+            rec.after_message()
+        self.assertEqual(len(finished), 1)
+        doc, summary = finished[0]
+        nodes = steps_by_node(doc)
+        self.assertEqual(sorted(nodes), ["1", "2", "3"])
+        self.assertEqual(nodes["2"]["status"], "skipped")
+        self.assertIn("Execution Blocked: no image", nodes["2"]["error"]["message"])
+        self.assertEqual(nodes["3"]["status"], "ok")
+        self.assertEqual(doc["labels"]["comfyui.status"], "success")
+        self.assertEqual(doc["labels"]["comfyui.nodes_blocked"], "1")
+        self.assertEqual(summary["nodes_blocked"], 1)
+
     def test_routes(self):
         try:
             from aiohttp import web
@@ -436,7 +526,39 @@ class KindsTest(unittest.TestCase):
                  "VAEEncodeTiled": "latent_generation", "KSampler": "sampling",
                  "KSamplerAdvanced": "sampling", "VAEDecode": "vae_decode",
                  "VAEDecodeTiled": "vae_decode", "SaveImage": "save", "PreviewImage": "save",
-                 "SaveAnimatedWEBP": "save", "ImageScale": "custom", "": "custom", None: "custom"}
+                 "SaveAnimatedWEBP": "save", "ImageScale": "custom", "": "custom", None: "custom",
+                 # Stock nodes of today's image and video workflows (ComfyUI 0.3.64's nodes.py
+                 # and comfy_extras: Flux, SD3, Wan 2.1/2.2, Qwen-Image, HunyuanVideo, LTX).
+                 "UNETLoader": "model_loading", "CLIPLoader": "model_loading",
+                 "DualCLIPLoader": "model_loading", "TripleCLIPLoader": "model_loading",
+                 "QuadrupleCLIPLoader": "model_loading", "VAELoader": "model_loading",
+                 "CLIPVisionLoader": "model_loading", "ControlNetLoader": "model_loading",
+                 "ImageOnlyCheckpointLoader": "model_loading", "ModelPatchLoader": "model_loading",
+                 "LoraModelLoader": "lora_application",
+                 "CLIPTextEncodeFlux": "text_encoding", "CLIPTextEncodeSD3": "text_encoding",
+                 "TextEncodeQwenImageEdit": "text_encoding",
+                 "TextEncodeQwenImageEditPlus": "text_encoding",
+                 "TextEncodeHunyuanVideo_ImageToVideo": "text_encoding",
+                 "EmptySD3LatentImage": "latent_generation",
+                 "EmptyHunyuanLatentVideo": "latent_generation",
+                 "EmptyLTXVLatentVideo": "latent_generation",
+                 "EmptyMochiLatentVideo": "latent_generation",
+                 "EmptyCosmosLatentVideo": "latent_generation",
+                 "EmptyHunyuanImageLatent": "latent_generation",
+                 "StableCascade_EmptyLatentImage": "latent_generation",
+                 "WanImageToVideo": "latent_generation",
+                 "WanFirstLastFrameToVideo": "latent_generation",
+                 "Wan22ImageToVideoLatent": "latent_generation",
+                 "WanSoundImageToVideoExtend": "latent_generation",
+                 "HunyuanImageToVideo": "latent_generation", "LTXVImgToVideo": "latent_generation",
+                 "SamplerCustom": "sampling", "SamplerCustomAdvanced": "sampling",
+                 "KSamplerSelect": "custom", "SamplerEulerAncestral": "custom",
+                 "BasicScheduler": "custom", "CFGGuider": "custom", "RandomNoise": "custom",
+                 "FluxGuidance": "custom", "ModelSamplingSD3": "custom",
+                 "VAEDecodeHunyuan3D": "vae_decode", "SaveVideo": "save", "SaveWEBM": "save",
+                 "CheckpointSave": "save", "MaskPreview": "save", "PreviewAny": "save",
+                 "ModelMergeMochiPreview": "custom", "CreateVideo": "custom",
+                 "LoadVideo": "custom", "LoadImage": "custom"}
         for cls, kind in cases.items():
             self.assertEqual(kinds.step_kind(cls), kind, cls)
 
