@@ -104,7 +104,8 @@ Event parse_event(std::string_view line) {
       e.name = get_string(j, field::kName);
       e.error = get_string(j, field::kError);
       e.error_type = get_string(j, field::kErrorType);
-      e.status = get_status(j, field::kStatus, e.error.empty() ? StepStatus::kOk : StepStatus::kFailed);
+      e.status =
+          get_status(j, field::kStatus, e.error.empty() ? StepStatus::kOk : StepStatus::kFailed);
       break;
     }
     case EventType::kIteration: {
@@ -116,7 +117,9 @@ Event parse_event(std::string_view line) {
         e.n = static_cast<std::int64_t>(*n);
       }
       e.duration_s = get_number(j, field::kDurationS);
-      if (e.duration_s && *e.duration_s < 0) invalid(in_quotes(field::kDurationS) + " must not be negative");
+      if (e.duration_s && *e.duration_s < 0) {
+        invalid(in_quotes(field::kDurationS) + " must not be negative");
+      }
       e.step = get_string(j, field::kStep);
       break;
     }
@@ -134,7 +137,9 @@ Event parse_event(std::string_view line) {
       e.outcome = get_status(j, field::kOutcome, StepStatus::kOk);
       e.error = get_string(j, field::kError);
       e.duration_s = get_number(j, field::kDurationS);
-      if (e.duration_s && *e.duration_s < 0) invalid(in_quotes(field::kDurationS) + " must not be negative");
+      if (e.duration_s && *e.duration_s < 0) {
+        invalid(in_quotes(field::kDurationS) + " must not be negative");
+      }
       e.step = get_string(j, field::kStep);
       break;
     case EventType::kLabel: {
@@ -145,7 +150,8 @@ Event parse_event(std::string_view line) {
       e.text = v->is_string() ? v->get<std::string>() : v->dump();
       const std::string scope = get_string(j, field::kScope);
       if (!scope.empty() && scope != kScopeRun && scope != kScopeStep) {
-        invalid(in_quotes(field::kScope) + " must be " + in_quotes(kScopeRun) + " or " + in_quotes(kScopeStep));
+        invalid(in_quotes(field::kScope) + " must be " + in_quotes(kScopeRun) + " or " +
+                in_quotes(kScopeStep));
       }
       e.run_scope = scope == kScopeRun;
       e.step = get_string(j, field::kStep);
@@ -204,10 +210,14 @@ Event parse_event(std::string_view line) {
         invalid(in_quotes(field::kStep) + ": " + err.what());
       }
       if (const json* t = member(j, field::kStartSteadyNs)) {
-        if (!t->is_number_integer()) invalid(in_quotes(field::kStartSteadyNs) + " must be an integer");
+        if (!t->is_number_integer()) {
+          invalid(in_quotes(field::kStartSteadyNs) + " must be an integer");
+        }
         e.start_steady_ns = t->get<std::int64_t>();
       }
-      if (e.record.duration_ns < 0) invalid(in_quotes(std::string(field::kStep) + ".duration_ns") + " must not be negative");
+      if (e.record.duration_ns < 0) {
+        invalid(in_quotes(std::string(field::kStep) + ".duration_ns") + " must not be negative");
+      }
       break;
     }
   }

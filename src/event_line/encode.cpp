@@ -14,7 +14,9 @@ namespace {
 
 // One line: compact JSON, invalid UTF-8 replaced (a step name taken from a byte string must
 // not make the line unreadable), no '\n' inside (JSON escapes it).
-std::string to_line(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string to_line(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 std::string event_name(EventType type) { return std::string(to_string(type)); }
 
@@ -34,7 +36,8 @@ std::string encode_begin(const StepRecord& step, std::string_view ref) {
   return to_line(j);
 }
 
-std::string encode_step(const StepRecord& step, std::string_view ref, std::int64_t start_steady_ns) {
+std::string encode_step(const StepRecord& step, std::string_view ref,
+                        std::int64_t start_steady_ns) {
   json j = {{field::kEvent, event_name(EventType::kStep)},
             {field::kRef, std::string(ref)},
             {field::kStartSteadyNs, start_steady_ns},
@@ -63,7 +66,8 @@ std::string encode_run_end(const Run& run) {
   }
   json errors = json::array();
   for (const MonitoringError& e : run.monitoring_errors) {
-    errors.push_back({{field::kSource, e.source}, {field::kMessage, e.message}, {field::kStep, e.step}});
+    errors.push_back(
+        {{field::kSource, e.source}, {field::kMessage, e.message}, {field::kStep, e.step}});
   }
   json j = {{field::kEvent, event_name(EventType::kRunEnd)},
             {field::kAttachments, std::move(attachments)},

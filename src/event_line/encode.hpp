@@ -18,7 +18,8 @@ std::string forwarded_ref(int pid, int monitor, std::uint64_t run, int step_id);
 /// A forwarded step's begin line.
 std::string encode_begin(const StepRecord& step, std::string_view ref);
 /// A forwarded finished step.
-std::string encode_step(const StepRecord& step, std::string_view ref, std::int64_t start_steady_ns);
+std::string encode_step(const StepRecord& step, std::string_view ref,
+                        std::int64_t start_steady_ns);
 /// A forwarded run's begin line (its labels plus kForwardedRunIdLabel).
 std::string encode_run_begin(const Run& run);
 /// A forwarded run's end line: its run-level attachments (except "usage"), notes, errors.

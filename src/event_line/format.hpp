@@ -32,7 +32,17 @@ inline constexpr std::string_view kIdVariable = "GENSCOPE_EVENTS_ID";
 inline constexpr std::size_t kMaxLineBytes = 16 * 1024 * 1024;
 
 /// The event types ("event" field).
-enum class EventType { kBegin, kEnd, kIteration, kCounter, kAttempt, kLabel, kRunBegin, kRunEnd, kStep };
+enum class EventType {
+  kBegin,
+  kEnd,
+  kIteration,
+  kCounter,
+  kAttempt,
+  kLabel,
+  kRunBegin,
+  kRunEnd,
+  kStep
+};
 
 /// The "event" value of a type ("begin", "run_end", ...).
 std::string_view to_string(EventType type);

@@ -419,7 +419,9 @@ void ChildProcess::start() {
     const auto is = [&](std::string_view var) {
       return entry.size() > var.size() && entry.starts_with(var) && entry[var.size()] == '=';
     };
-    if (!is(event_line::kFdVariable) && !is(event_line::kIdVariable)) env_storage.emplace_back(entry);
+    if (!is(event_line::kFdVariable) && !is(event_line::kIdVariable)) {
+      env_storage.emplace_back(entry);
+    }
   }
   if (events_fd >= 0) {
     env_storage.push_back(std::string(event_line::kFdVariable) + "=" + std::to_string(events_fd));
