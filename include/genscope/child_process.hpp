@@ -55,7 +55,7 @@ class ChildObserver {
   /// Bytes the program wrote on stream 1 (stdout) or 2 (stderr), after they were passed on.
   virtual void output(int /*stream*/, std::string_view /*bytes*/, std::int64_t /*steady_ns*/) {}
   /// One line of the event channel, without its '\n'. A line over the limit (16 MiB,
-  /// watch::kMaxEventLineBytes) arrives cut one byte past it, so that it reads as too long;
+  /// event_line::kMaxLineBytes) arrives cut one byte past it, so that it reads as too long;
   /// the rest of it is skipped.
   virtual void event_line(std::string_view /*line*/, std::int64_t /*steady_ns*/) {}
   /// A child process was reaped (the program, or an adopted orphan) with its wait status and

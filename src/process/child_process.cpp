@@ -31,12 +31,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <string_view>
 
+#include "event_line/channel_id.hpp"
+#include "event_line/format.hpp"
 #include "genscope/error.hpp"
 #include "genscope/step.hpp"
 #include "process/fd.hpp"
-#include "sinks/event_channel_id.hpp"
-#include "watch/event_codec.hpp"
 
 extern char** environ;
 
@@ -47,7 +48,7 @@ constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
 constexpr std::size_t kChunk = 256 * 1024;
 // An event line's limit (docs/run.md): a longer one is delivered cut one byte past it (so
 // that it is reported as too long), and the rest of it, up to its '\n', is skipped.
-constexpr std::size_t kMaxEventLine = watch::kMaxEventLineBytes;
+constexpr std::size_t kMaxEventLine = event_line::kMaxLineBytes;
 
 [[noreturn]] void spawn_failed(const std::string& what) {
   throw Error("SpawnFailed", what + ": " + std::strerror(errno));
@@ -414,14 +415,19 @@ void ChildProcess::start() {
   }
   std::vector<std::string> env_storage;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "GENSCOPE_EVENTS_FD=", 19) != 0 &&
-        std::strncmp(*e, "GENSCOPE_EVENTS_ID=", 19) != 0)
-      env_storage.emplace_back(*e);
+    const std::string_view entry(*e);
+    const auto is = [&](std::string_view var) {
+      return entry.size() > var.size() && entry.starts_with(var) && entry[var.size()] == '=';
+    };
+    if (!is(event_line::kFdVariable) && !is(event_line::kIdVariable)) {
+      env_storage.emplace_back(entry);
+    }
   }
   if (events_fd >= 0) {
-    env_storage.push_back("GENSCOPE_EVENTS_FD=" + std::to_string(events_fd));
+    env_storage.push_back(std::string(event_line::kFdVariable) + "=" + std::to_string(events_fd));
     // The pipe's identity: the in-process sink writes only into this very pipe.
-    env_storage.push_back("GENSCOPE_EVENTS_ID=" + detail::event_channel_id(m.events_write.get()));
+    env_storage.push_back(std::string(event_line::kIdVariable) + "=" +
+                          event_line::channel_id(m.events_write.get()));
   }
   std::vector<char*> envp;
   for (std::string& e : env_storage) envp.push_back(e.data());

@@ -165,7 +165,7 @@ std::string html_tensor_section(std::span<const Run> runs) {
 
 // Two layouts carry a LoRA application: seed 002's report (lora_report.cpp: "fit",
 // "unet_lora_patches", "unet_weight_changes", ...) and the reference pipeline's
-// (integrations/torch: "key_mapping", "patches", "weights"). Both are read.
+// (integrations/libtorch: "key_mapping", "patches", "weights"). Both are read.
 std::string html_lora_section(std::span<const Run> runs) {
   std::string out;
   each_attachment(runs, [&](std::size_t r, const StepRecord* s, const Attachment& a) {

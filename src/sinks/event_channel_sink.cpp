@@ -19,10 +19,11 @@
 #include <cstring>
 
 #include "core/utc_time.hpp"
-#include "sinks/event_channel_id.hpp"
+#include "event_line/channel_id.hpp"
+#include "event_line/encode.hpp"
+#include "event_line/format.hpp"
 #include "genscope/error.hpp"
 #include "genscope/step.hpp"
-#include "watch/event_codec.hpp"
 
 namespace genscope::detail {
 
@@ -68,15 +69,17 @@ EventChannelSink::EventChannelSink(const std::string& fd_text, const std::string
   // Several monitors of one process each forward: refs must not meet.
   static std::atomic<int> next_sink{1};
   sink_number_ = next_sink.fetch_add(1);
+  const std::string fd_var(event_line::kFdVariable);
+  const std::string id_var(event_line::kIdVariable);
   int fd = -1;
   const auto [ptr, ec] = std::from_chars(fd_text.data(), fd_text.data() + fd_text.size(), fd);
   if (ec != std::errc() || ptr != fd_text.data() + fd_text.size() || fd < 0) {
-    setup_error_ = "GENSCOPE_EVENTS_FD=\"" + fd_text + "\" is not a descriptor number; nothing is forwarded";
+    setup_error_ = fd_var + "=\"" + fd_text + "\" is not a descriptor number; nothing is forwarded";
     return;
   }
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0) {
-    setup_error_ = "GENSCOPE_EVENTS_FD=" + fd_text + " is not an open descriptor (" +
+    setup_error_ = fd_var + "=" + fd_text + " is not an open descriptor (" +
                    std::strerror(errno) + "); nothing is forwarded";
     return;
   }
@@ -84,29 +87,29 @@ EventChannelSink::EventChannelSink(const std::string& fd_text, const std::string
   // variable (its number now a file of ours) or one without genscope's identity is ignored.
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
-    setup_error_ = "GENSCOPE_EVENTS_FD=" + fd_text +
+    setup_error_ = fd_var + "=" + fd_text +
                    " is not a pipe (a stale variable?); nothing is written into it";
     return;
   }
   if (id_text.empty()) {
-    setup_error_ = "GENSCOPE_EVENTS_FD=" + fd_text +
-                   " without GENSCOPE_EVENTS_ID (not set by genscope run); nothing is written into it";
+    setup_error_ = fd_var + "=" + fd_text +
+                   " without " + id_var + " (not set by genscope run); nothing is written into it";
     return;
   }
-  if (event_channel_id(fd) != id_text) {
-    setup_error_ = "GENSCOPE_EVENTS_FD=" + fd_text + " is not genscope's event channel (GENSCOPE_EVENTS_ID=" +
+  if (event_line::channel_id(fd) != id_text) {
+    setup_error_ = fd_var + "=" + fd_text + " is not genscope's event channel (" + id_var + "=" +
                    id_text + " names another pipe; a stale variable?); nothing is written into it";
     return;
   }
   if ((flags & O_ACCMODE) == O_RDONLY) {
-    setup_error_ = "GENSCOPE_EVENTS_FD=" + fd_text + " is open for reading only; nothing is forwarded";
+    setup_error_ = fd_var + "=" + fd_text + " is open for reading only; nothing is forwarded";
     return;
   }
   socket_ = S_ISSOCK(st.st_mode);
   // Our own descriptor of the same pipe (never reopened by path): writes of at most PIPE_BUF
   // after POLLOUT, so they cannot block whatever the description's O_NONBLOCK.
   fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
-  if (fd_ < 0) setup_error_ = "GENSCOPE_EVENTS_FD=" + fd_text + ": " + std::strerror(errno);
+  if (fd_ < 0) setup_error_ = fd_var + "=" + fd_text + ": " + std::strerror(errno);
 }
 
 EventChannelSink::~EventChannelSink() {
@@ -114,8 +117,7 @@ EventChannelSink::~EventChannelSink() {
 }
 
 std::string EventChannelSink::ref(int step_id) const {
-  return std::to_string(pid_) + "." + std::to_string(sink_number_) + ":" + std::to_string(run_seq_) +
-         ":" + std::to_string(step_id);
+  return event_line::forwarded_ref(pid_, sink_number_, run_seq_, step_id);
 }
 
 void EventChannelSink::write_line(std::string line) {
@@ -179,23 +181,23 @@ void EventChannelSink::run_started(const Run& run) {
   // The run's start on the steady clock (CLOCK_MONOTONIC is shared by the processes of one
   // machine, so the parent can place forwarded steps on its own timeline).
   run_start_steady_ns_ = Step::now_ns() - (unix_now_ns() - run.start_unix_ns);
-  write_line(watch::encode_run_begin(run));
+  write_line(event_line::encode_run_begin(run));
 }
 
 void EventChannelSink::step_began(const StepRecord& step) {
-  write_line(watch::encode_begin(step, ref(step.id)));
+  write_line(event_line::encode_begin(step, ref(step.id)));
 }
 
 void EventChannelSink::step_ended(const StepRecord& step) {
-  write_line(watch::encode_step(step, ref(step.id), run_start_steady_ns_ + step.start_offset_ns));
+  write_line(event_line::encode_step(step, ref(step.id), run_start_steady_ns_ + step.start_offset_ns));
 }
 
-void EventChannelSink::run_finished(const Run& run) { write_line(watch::encode_run_end(run)); }
+void EventChannelSink::run_finished(const Run& run) { write_line(event_line::encode_run_end(run)); }
 
 std::shared_ptr<Sink> make_event_channel_sink_from_env() {
-  const char* env = std::getenv("GENSCOPE_EVENTS_FD");
+  const char* env = std::getenv(std::string(event_line::kFdVariable).c_str());
   if (env == nullptr || *env == '\0') return nullptr;
-  const char* id = std::getenv("GENSCOPE_EVENTS_ID");
+  const char* id = std::getenv(std::string(event_line::kIdVariable).c_str());
   return std::make_shared<EventChannelSink>(env, id != nullptr ? id : "");
 }
 

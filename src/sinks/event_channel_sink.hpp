@@ -2,7 +2,7 @@
 // that started this process, on the descriptor named by GENSCOPE_EVENTS_FD (docs/run.md,
 // "Event channel"). A Monitor registers it by itself when that variable is set.
 //
-// Lines written (src/watch/event_codec.hpp):
+// Lines written (the format: src/event_line/, encoded by src/event_line/encode.hpp):
 //   run_started  -> {"event":"run_begin", "name", "pipeline", "labels" (+ inprocess.run_id)}
 //   step_began   -> {"event":"begin", "kind", "name", "ref": "<pid>.<monitor>:<run>:<step id>"}
 //   step_ended   -> {"event":"step", "ref", "start_steady_ns", "step": <run document step>}

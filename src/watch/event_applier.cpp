@@ -104,7 +104,7 @@ void EventApplier::apply(const Event& e, std::int64_t ts) {
     case EventType::kRunBegin: {
       RunAnnouncement a;
       a.name = e.name;
-      a.announced_by = e.labels.count("inprocess.run_id") != 0 ? "forwarded" : "events";
+      a.announced_by = e.labels.count(event_line::kForwardedRunIdLabel) != 0 ? "forwarded" : "events";
       a.pipeline = e.pipeline;
       a.labels = e.labels;
       applier_.run_begin(std::move(a), ts);

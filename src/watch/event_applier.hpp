@@ -1,4 +1,4 @@
-// EventApplier: applies checked event-channel lines to the StepApplier (docs/run.md,
+// EventApplier: applies checked event-channel lines (src/event_line/) to the StepApplier (docs/run.md,
 // "Event channel"). Events address the innermost step the channel opened unless they name
 // one ("step"/"name", or "ref" for forwarded steps); a line that addresses no open step is a
 // monitoring error of the run, never fatal.
@@ -8,10 +8,13 @@
 #include <map>
 #include <string_view>
 
-#include "watch/event_codec.hpp"
+#include "event_line/event.hpp"
 #include "watch/step_applier.hpp"
 
 namespace genscope::watch {
+
+using event_line::Event;
+using event_line::EventType;
 
 /// Turns events into runs and steps.
 class EventApplier {

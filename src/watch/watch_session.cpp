@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "event_line/decode.hpp"
 #include "genscope/error.hpp"
 #include "watch/anchor_filter.hpp"
 #include "watch/ansi.hpp"
 #include "watch/event_applier.hpp"
-#include "watch/event_codec.hpp"
 #include "watch/line_splitter.hpp"
 #include "watch/recognizer.hpp"
 #include "watch/rule_recognizer.hpp"
@@ -143,7 +143,7 @@ void WatchSession::event_line(std::string_view line, std::int64_t steady_ns) noe
     s.applier.program_started(steady_ns);
     Event e;
     try {
-      e = parse_event(line);
+      e = event_line::parse_event(line);
     } catch (const Error& err) {
       ++s.stats.malformed_event_lines;
       s.applier.monitoring_error("events", std::string("malformed event line: ") + err.what());

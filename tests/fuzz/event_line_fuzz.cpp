@@ -1,17 +1,19 @@
-// libFuzzer target: arbitrary bytes as event-channel lines. Each line either parses or throws
-// genscope::Error("InvalidEvent"); a parsed forwarded step encodes and parses back to the
-// same record; all lines, good and bad, go through a WatchSession without crashing.
+// libFuzzer target: arbitrary bytes as event-channel lines (the format of src/event_line/).
+// Each line either parses or throws genscope::Error("InvalidEvent"); a parsed forwarded step
+// encodes and parses back to the same record; all lines, good and bad, go through a
+// WatchSession without crashing.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
+#include "event_line/decode.hpp"
+#include "event_line/encode.hpp"
 #include "quiet_monitor.hpp"
 #include "genscope/error.hpp"
 #include "genscope/monitor.hpp"
 #include "genscope/run_json.hpp"
 #include "genscope/watch.hpp"
-#include "watch/event_codec.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace genscope;
@@ -27,9 +29,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (nl == std::string_view::npos) nl = text.size();
       const std::string_view line = text.substr(start, nl - start);
       try {
-        const watch::Event e = watch::parse_event(line);
-        if (e.type == watch::EventType::kStep) {
-          const watch::Event again = watch::parse_event(watch::encode_step(e.record, e.ref, e.start_steady_ns.value_or(0)));
+        const event_line::Event e = event_line::parse_event(line);
+        if (e.type == event_line::EventType::kStep) {
+          const event_line::Event again =
+              event_line::parse_event(event_line::encode_step(e.record, e.ref, e.start_steady_ns.value_or(0)));
           if (to_json(again.record) != to_json(e.record)) std::abort();
         }
       } catch (const Error& err) {

@@ -31,7 +31,7 @@ check() {  # check OUT ARGS...: runs gpu-check, leaves its output in $tmp/OUT.tx
   local name=$1
   shift
   set +e
-  "$source_dir/scripts/gpu-check" --plumbing --no-build --no-torch --build-dir "$build_dir" \
+  "$source_dir/scripts/gpu-check" --plumbing --no-build --no-libtorch --build-dir "$build_dir" \
     --out "$tmp/$name" --work "$tmp/$name-work" "$@" >"$tmp/$name.txt" 2>&1
   local rc=$?
   set -e
@@ -52,7 +52,7 @@ rows=$(verdicts all)
 [[ $(grep -c '^nvml gpu0|.*|PASS|' <<<"$rows") -eq 15 ]] || fail "15 NVML rows pass: $rows"
 grep -q '^allocator exactness|-|SKIP|.*plumbing run: no GPU here' <<<"$rows" ||
   fail "CUDA checks skip with the reason: $rows"
-grep -q '^demo --device cuda|-|SKIP|LibTorch integration: not built (--no-torch)' <<<"$rows" ||
+grep -q '^demo --device cuda|-|SKIP|LibTorch integration: not built (--no-libtorch)' <<<"$rows" ||
   fail "demo skip: $rows"
 grep -q '^nvml unsupported|errors naming nvmlDeviceGetPowerUsage|PASS|provoked' <<<"$rows" ||
   fail "unsupported call through the shim: $rows"

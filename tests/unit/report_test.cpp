@@ -276,7 +276,7 @@ TEST(ConsoleReport, CuratedSectionsCarryTheSeedFigures) {
       << text["model_component"];
 }
 
-// The reference pipeline's own "lora_application" layout (integrations/torch/reference).
+// The reference pipeline's own "lora_application" layout (integrations/libtorch/reference).
 TEST(ConsoleReport, PipelineLoraLayoutShowsKeysNotLoaded) {
   const Attachment a{
       "lora_application",

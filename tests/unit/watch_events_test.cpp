@@ -1,21 +1,24 @@
-// Tests of the event channel: the line codec (every event, every malformed form with its
-// named error), how events become steps and runs, the three run scopes, and the merging of a
+// Tests of the event channel: the line format of src/event_line/ (every event, every malformed
+// form with its named error, the limit, the encoder's lines read back), how events become
+// steps and runs, the three run scopes, and the merging of a
 // forwarded in-process step with the step the output gave for the same phase.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "event_line/decode.hpp"
+#include "event_line/encode.hpp"
 #include "genscope/error.hpp"
-#include "watch/event_codec.hpp"
 #include "watch_test_util.hpp"
 
 namespace genscope {
 namespace {
 
 using testing::Harness;
-using watch::Event;
-using watch::EventType;
-using watch::parse_event;
+using event_line::Event;
+using event_line::EventType;
+using event_line::parse_event;
 
 std::string error_of(std::string_view line) {
   try {
@@ -88,6 +91,81 @@ TEST(EventCodec, MalformedLinesGiveNamedErrors) {
   EXPECT_NE(error_of(R"({"event":"step","step":{"kind":"nope"}})").find("unknown step kind"), std::string::npos);
   EXPECT_NE(error_of(R"({"event":"step","step":{"kind":"custom","status":"ok","duration_ns":-5}})").find("negative"), std::string::npos);
   EXPECT_NE(error_of(R"({"event":"run_end","attachments":{}})").find("\"attachments\""), std::string::npos);
+}
+
+TEST(EventCodec, LineLimit) {
+  const std::string too_long(event_line::kMaxLineBytes + 1, ' ');
+  EXPECT_NE(error_of(too_long).find("longer than the limit of 16777216"), std::string::npos);
+  // At the limit the line is read (here: blanks, so not JSON, but not too long either).
+  const std::string at_limit(event_line::kMaxLineBytes, ' ');
+  EXPECT_EQ(error_of(at_limit).find("longer than"), std::string::npos);
+}
+
+TEST(EventCodec, EventNamesBothWays) {
+  for (EventType t : {EventType::kBegin, EventType::kEnd, EventType::kIteration, EventType::kCounter,
+                      EventType::kAttempt, EventType::kLabel, EventType::kRunBegin, EventType::kRunEnd,
+                      EventType::kStep}) {
+    EXPECT_EQ(event_line::parse_event_type(event_line::to_string(t)), t) << event_line::to_string(t);
+  }
+  EXPECT_EQ(event_line::to_string(EventType::kRunBegin), "run_begin");
+  EXPECT_FALSE(event_line::parse_event_type("Begin").has_value());
+}
+
+// What the in-process sink writes is what the watch engine reads.
+TEST(EventCodec, EncodedLinesParseBack) {
+  StepRecord step;
+  step.id = 3;
+  step.name = "vae \xff decode";  // not UTF-8: written with U+FFFD, the line stays valid
+  step.kind = StepKind::kVaeDecode;
+  step.source = "gen.py:40";
+  step.status = StepStatus::kOk;
+  step.duration_ns = 5000;
+  const std::string ref = event_line::forwarded_ref(42, 1, 2, 3);
+  EXPECT_EQ(ref, "42.1:2:3");
+
+  const std::string begin = event_line::encode_begin(step, ref);
+  EXPECT_EQ(begin.find('\n'), std::string::npos);
+  Event e = parse_event(begin);
+  EXPECT_EQ(e.type, EventType::kBegin);
+  EXPECT_EQ(e.kind, StepKind::kVaeDecode);
+  EXPECT_EQ(e.name, "vae \xef\xbf\xbd decode");
+  EXPECT_EQ(e.ref, ref);
+  EXPECT_EQ(e.source, "gen.py:40");
+
+  e = parse_event(event_line::encode_step(step, ref, 123));
+  EXPECT_EQ(e.type, EventType::kStep);
+  EXPECT_EQ(e.ref, ref);
+  EXPECT_EQ(e.start_steady_ns, 123);
+  EXPECT_EQ(e.record.kind, StepKind::kVaeDecode);
+  EXPECT_EQ(e.record.duration_ns, 5000);
+
+  Run run;
+  run.id = "ab12";
+  run.pipeline.name = "t2i";
+  run.pipeline.model = "sd15";
+  run.pipeline.parameters["steps"] = "20";
+  run.labels["user"] = "a";
+  run.notes.push_back("a note");
+  run.attachments.push_back({"text", "t", nlohmann::json{{"a", 1}}});
+  run.attachments.push_back({"usage", "usage", nlohmann::json::object()});  // the parent's own
+  run.monitoring_errors.push_back({.source = "nvml", .message = "no driver", .step = "vae"});
+  e = parse_event(event_line::encode_run_begin(run));
+  EXPECT_EQ(e.type, EventType::kRunBegin);
+  EXPECT_EQ(e.name, "t2i");
+  EXPECT_EQ(e.pipeline.model, "sd15");
+  EXPECT_EQ(e.pipeline.parameters.at("steps"), "20");
+  EXPECT_EQ(e.labels.at("user"), "a");
+  EXPECT_EQ(e.labels.at(event_line::kForwardedRunIdLabel), "ab12");
+
+  e = parse_event(event_line::encode_run_end(run));
+  EXPECT_EQ(e.type, EventType::kRunEnd);
+  ASSERT_EQ(e.attachments.size(), 1u);
+  EXPECT_EQ(e.attachments[0].name, "t");
+  EXPECT_EQ(e.attachments[0].data, (nlohmann::json{{"a", 1}}));
+  EXPECT_EQ(e.notes, std::vector<std::string>{"a note"});
+  ASSERT_EQ(e.errors.size(), 1u);
+  EXPECT_EQ(e.errors[0].message, "no driver");
+  EXPECT_EQ(e.errors[0].step, "vae");
 }
 
 TEST(EventChannel, MalformedLinesAreCountedAndRecordedNeverFatal) {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "genscope/run_json.hpp"
-#include "sinks/event_channel_id.hpp"
+#include "event_line/channel_id.hpp"
 #include "watch_test_util.hpp"
 
 extern char** environ;
@@ -51,7 +51,7 @@ std::vector<std::string> env_with(const std::vector<std::string>& extra) {
 // What `genscope run` puts in CMD's environment for its event channel `fd`.
 std::vector<std::string> channel_env(int fd, std::vector<std::string> extra = {}) {
   extra.push_back("GENSCOPE_EVENTS_FD=" + std::to_string(fd));
-  extra.push_back("GENSCOPE_EVENTS_ID=" + detail::event_channel_id(fd));
+  extra.push_back("GENSCOPE_EVENTS_ID=" + event_line::channel_id(fd));
   return env_with(extra);
 }
 
@@ -288,7 +288,7 @@ TEST(Forwarding, AStaleVariableIsNeverWrittenInto) {
   ASSERT_EQ(::pipe2(other, O_CLOEXEC | O_NONBLOCK), 0);
   int channel[2];
   ASSERT_EQ(::pipe2(channel, O_CLOEXEC), 0);
-  const std::string channel_id = detail::event_channel_id(channel[1]);
+  const std::string channel_id = event_line::channel_id(channel[1]);
   struct Case {
     std::string name;
     int fd;

@@ -48,7 +48,7 @@ void register_history_command(CLI::App& app, CommandContext& context);
 void register_validate_command(CLI::App& app, CommandContext& context);
 void register_tensor_command(CLI::App& app, CommandContext& context);
 /// `genscope demo`: the reference pipeline (tools/genscope/demo_command.cpp; needs
-/// genscope::torch, so it is registered only in the genscope-demo program).
+/// genscope::libtorch, so it is registered only in the genscope-demo program).
 void register_demo_command(CLI::App& app, CommandContext& context);
 /// `genscope model diff A B [--json]` (tools/genscope/model_command.cpp).
 void register_model_command(CLI::App& app, CommandContext& context);

@@ -1,4 +1,4 @@
-// `genscope demo`: runs the reference diffusion pipeline (integrations/torch) under a
+// `genscope demo`: runs the reference diffusion pipeline (integrations/libtorch) under a
 // monitor, writes run.json, dumps and images to --out, and prints the console report.
 #include <iostream>
 #include <memory>

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   genscope::cli::register_run_command(app, context);
   genscope::cli::register_watch_command(app, context);
   genscope::cli::register_comfyui_command(app, context);
-#ifdef GENSCOPE_HAVE_TORCH
+#ifdef GENSCOPE_HAVE_LIBTORCH
   // Listed here; run by the genscope-demo program (see demo_exec.cpp).
   if (argc > 1 && std::string_view(argv[1]) == "demo") return genscope::cli::exec_demo_program(argv);
   app.add_subcommand("demo", genscope::cli::kDemoDescription);

@@ -10,7 +10,7 @@
 
 #include "genscope/error.hpp"
 
-#ifdef GENSCOPE_TORCH_CUDA
+#ifdef GENSCOPE_LIBTORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
@@ -96,7 +96,7 @@ ModelSnapshot snapshot_module(const torch::nn::Module& module, std::string class
 }
 #endif
 
-#ifdef GENSCOPE_TORCH_CUDA
+#ifdef GENSCOPE_LIBTORCH_CUDA
 namespace {
 class CudaAllocatorSource final : public AllocatorSource {
  public:

@@ -51,7 +51,7 @@ TEST(TorchAdapter, SnapshotListsParametersAndBuffers) {
 }
 #endif
 
-#ifndef GENSCOPE_TORCH_CUDA
+#ifndef GENSCOPE_LIBTORCH_CUDA
 TEST(TorchAdapter, NoCudaAllocatorWithoutCuda) {
   EXPECT_EQ(genscope::make_cuda_allocator_source(0), nullptr);
 }
