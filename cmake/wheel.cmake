@@ -48,7 +48,8 @@ if(GENSCOPE_WHEEL_BUNDLE_LIBS)
       MODULES "${genscope_module}" EXECUTABLES "${genscope_cli}"
       RESOLVED_DEPENDENCIES_VAR genscope_deps UNRESOLVED_DEPENDENCIES_VAR genscope_missing
       PRE_EXCLUDE_REGEXES
-        "^(ld-linux.*|libc|libm|libdl|libpthread|librt|libresolv|libutil|libstdc\\+\\+|libgcc_s)\\.so"
+        "^(ld-linux.*|libc|libm|libdl|libpthread|librt|libresolv|libutil)\\.so"
+        "^(libstdc\\+\\+|libgcc_s)\\.so"
       POST_EXCLUDE_REGEXES "^/(usr/)?lib(64)?/ld-linux")
     if(genscope_missing)
       message(FATAL_ERROR "wheel: unresolved shared libraries: ${genscope_missing}")

@@ -8,7 +8,6 @@ and standard streams are the tool's own, as if it had been started directly.
 """
 
 import os
-import shutil
 import sys
 
 
@@ -25,14 +24,16 @@ def _is_elf(path: str) -> bool:
 
 
 def cli_path() -> str:
-    """The genscope program to run: the package's own, else a native one on the PATH (never a
-    Python launcher such as this package's console script, which would run this again)."""
+    """The genscope program to run: the package's own, else the first native one on the PATH
+    (never a launcher script, such as a pip install's console script or a pyenv shim, which
+    would come back here)."""
     bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin", "genscope")
     if os.access(bundled, os.X_OK):
         return bundled
-    on_path = shutil.which("genscope")
-    if on_path and _is_elf(os.path.realpath(on_path)):
-        return on_path
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        on_path = os.path.join(folder or ".", "genscope")
+        if os.path.isfile(on_path) and os.access(on_path, os.X_OK) and _is_elf(on_path):
+            return on_path
     raise CliNotFound(
         f"this genscope package has no command-line tool ({bundled} is missing) and no native "
         "genscope is on the PATH: install the package with pip (`pip install .` in a genscope "

@@ -165,7 +165,8 @@ class PipTest(unittest.TestCase):
         wheels = os.path.join(self.tmp, "wheels")
         self.pip(builder, "wheel", "--no-deps", "--progress-bar", "off", "-w", wheels, SOURCE)
         (wheel,) = os.listdir(wheels)
-        self.assertRegex(wheel, rf"^genscope-{re.escape(self.version)}-cp\d+-cp\d+-linux_x86_64\.whl$")
+        self.assertRegex(wheel,
+                         rf"^genscope-{re.escape(self.version)}-cp\d+-cp\d+-linux_x86_64\.whl$")
         venv = self.make_venv("elsewhere")
         self.pip(venv, "install", "--progress-bar", "off", os.path.join(wheels, wheel))
         got = self.check_package(venv)
@@ -210,7 +211,8 @@ class PipTest(unittest.TestCase):
         self.assertEqual(json.loads(run.stdout)["status"], "ok")
         # The CLI itself with every copy hidden; the console script (a Python launcher) with
         # the interpreter's kept.
-        for cmd, keep in (([cli], frozenset()), ([os.path.join(venv, "bin", "genscope")], interpreter)):
+        script = os.path.join(venv, "bin", "genscope")
+        for cmd, keep in (([cli], frozenset()), ([script], interpreter)):
             for args, expect in ((["--version"], f"genscope {self.version}"), (["probe"], "Host:")):
                 out = hidden([*cmd, *args], keep=keep)
                 self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
