@@ -39,7 +39,7 @@ Run run_from_python(py::handle doc_or_run) {
   if (!py::isinstance<py::dict>(doc_or_run)) {
     throw Error("InvalidArgument",
                 "expected a run document (dict) or a genscope Run, got " +
-                    std::string(py::str(doc_or_run.get_type().attr("__name__"))));
+                    std::string(py::str(py::type::handle_of(doc_or_run).attr("__name__"))));
   }
   const nlohmann::json document = from_python(doc_or_run);
   py::gil_scoped_release release;

@@ -78,7 +78,7 @@ py::handle numpy_ascontiguousarray() {
 
 // Not a torch.Tensor but shaped like one from a torch module (a wrapper tensor class).
 bool is_torch_like(py::handle obj) {
-  const std::string module = py::str(obj.get_type().attr("__module__"));
+  const std::string module = py::str(py::type::handle_of(obj).attr("__module__"));
   return module.rfind("torch", 0) == 0 && py::hasattr(obj, "detach") &&
          py::hasattr(obj, "device") && py::hasattr(obj, "dtype");
 }

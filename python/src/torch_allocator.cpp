@@ -57,7 +57,7 @@ class TorchCudaSource final : public AllocatorSource {
       py::object stats = cuda_.attr("memory_stats")(device_);
       if (!PyMapping_Check(stats.ptr())) {
         return fail(error, "memory_stats() returned " +
-                               std::string(py::str(stats.get_type().attr("__name__"))));
+                               std::string(py::str(py::type::handle_of(stats).attr("__name__"))));
       }
       // torch returns {} before the device's allocator was used: all figures are zero then.
       if (py::len(stats) == 0) {

@@ -33,9 +33,9 @@ int parse_and_run(CLI::App& app, CommandContext& context, int argc, char** argv)
 /// `genscope demo`'s one-line description (the subcommand lives in the genscope-demo program).
 inline constexpr const char* kDemoDescription =
     "Run the reference latent-diffusion pipeline (seeded random weights) under the monitor";
-/// Replaces this process with the genscope-demo program next to this one (LibTorch is loaded
-/// only there, so the other commands start in milliseconds). Returns only on failure: 2, with
-/// the error printed.
+/// Replaces this process with the genscope-demo program next to this one, else the one on the
+/// PATH (LibTorch is loaded only there, so the other commands start in milliseconds). Returns
+/// only on failure: 2, with the error [DemoNotFound] printed.
 int exec_demo_program(char** argv);
 
 void register_report_command(CLI::App& app, CommandContext& context);

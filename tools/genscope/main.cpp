@@ -41,11 +41,10 @@ int main(int argc, char** argv) {
   genscope::cli::register_run_command(app, context);
   genscope::cli::register_watch_command(app, context);
   genscope::cli::register_comfyui_command(app, context);
-#ifdef GENSCOPE_HAVE_LIBTORCH
-  // Listed here; run by the genscope-demo program (see demo_exec.cpp).
+  // Listed here; run by the genscope-demo program, found beside this one or on the PATH (a
+  // genscope built without LibTorch, a pip wheel's, has none beside it; demo_exec.cpp).
   if (argc > 1 && std::string_view(argv[1]) == "demo") return genscope::cli::exec_demo_program(argv);
   app.add_subcommand("demo", genscope::cli::kDemoDescription);
-#endif
   // `genscope run [OPTIONS] [--] CMD ARGS...`: CMD and its arguments are not genscope's to parse.
   if (const auto failed = genscope::cli::split_off_command(app, "run", argc, argv, context.program))
     return *failed;
