@@ -120,10 +120,11 @@ def comfy_unet_config(nres, mult, depth_in, depth_mid, depth_out):
 CLIP_SUB = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.out_proj", "mlp.fc1", "mlp.fc2"]
 
 
-def clip_hf(prefix, layers, d, projection=False, position_ids=False):
-    """HF CLIPTextModel[WithProjection] under `prefix` (ending in "text_model." for the body)."""
+def clip_hf(prefix, layers, d, projection=False, position_ids=False, vocab=64):
+    """HF CLIPTextModel[WithProjection] under `prefix` (ending in "text_model." for the body);
+    `vocab` tokens (CLIP's real vocabulary is 49408)."""
     root = prefix[:-len("text_model.")]
-    out = [(f"{prefix}embeddings.token_embedding.weight", (64, d)),
+    out = [(f"{prefix}embeddings.token_embedding.weight", (vocab, d)),
            (f"{prefix}embeddings.position_embedding.weight", (77, d))]
     if position_ids:
         out.append((f"{prefix}embeddings.position_ids", (1, 77), "I64"))

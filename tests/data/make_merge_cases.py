@@ -30,7 +30,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import comfy_rules  # noqa: E402
+import comfy_answers  # noqa: E402
 import layouts  # noqa: E402
 from make_models import write_safetensors_raw  # noqa: E402
 
@@ -542,7 +542,7 @@ def target_cases(outdir, rng, cases, error_case):
          shadowed=[("lora_unet_double_blocks_0_img_attn_proj", proj)])
 
     # ---- the same Flux in diffusers' layout: a fused kohya delta lands in slices ----
-    fmap = comfy_rules.flux_to_diffusers(config)
+    fmap = comfy_answers.flux_to_diffusers(config)
     dif, pieces = {}, {}
     for d, o in fmap.items():
         if any(x in d for x in ("linear_in", "linear_out", "to_qkv_mlp_proj", "attn.to_out.weight")):

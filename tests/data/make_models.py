@@ -3,7 +3,8 @@
 Qwen-Image (tests/data/layouts.py; original and diffusers naming, a pruned SD1.5), LoRAs named
 as each trainer names them (kohya sd-scripts, diffusers PEFT, LyCORIS, OneTrainer, ai-toolkit,
 musubi-tuner), broken LoRAs, and for every (base, LoRA) pair what ComfyUI's LoraLoader does
-with it (tests/data/comfy_rules.py, a transcription of ComfyUI's code): `comfy_cases.json`.
+with it, as ComfyUI's own code answered (recorded in tests/fixtures/comfy_answers/ by
+tests/data/record_comfy_answers.sh; read by tests/data/comfy_answers.py): `comfy_cases.json`.
 Merge references (expected_*.safetensors) apply exactly the modules ComfyUI applies.
 
 usage: make_models.py OUTDIR        (fixed seeds: the output is deterministic)
@@ -16,7 +17,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import comfy_rules  # noqa: E402
+import comfy_answers  # noqa: E402
 import layouts  # noqa: E402
 
 # ---------------------------------------------------------------- safetensors by hand ----
@@ -154,26 +155,16 @@ class Base:
         self.clip(t + "final_layer_norm.bias", p + "ln_final.bias", (d,))
         self.clip(f"{name}.transformer.text_projection.weight", p + "text_projection", (d, d))
 
-    def comfy(self, lora_keys):
-        """What ComfyUI's LoraLoader does with a LoRA of these keys on this base."""
-        r = comfy_rules.load_lora_for_models(lora_keys, self.model_sdk, self.clip_sdk, self.shapes, self.family,
-                                             self.config)
-        applied, missing, builtin = {}, [], {}
-        for module, targets in r["applied"].items():
-            for text in targets:
-                key = text.split("'")[1] if text.startswith("(") else text
-                if key in self.missing:
-                    missing.append(text)
-                    continue
-                if key in self.identity:  # patched in the model; no file tensor
-                    builtin.setdefault(module, []).append(key)
-                    continue
-                f = self.file_of[key]
-                applied.setdefault(module, []).append(f[0] if isinstance(f, tuple) else f)
-        return {"base": self.file, "lora_key_not_loaded": r["lora_key_not_loaded"], "not_loaded": r["not_loaded"],
-                "missing_from_file": missing, "applied": {m: sorted(set(v)) for m, v in applied.items()},
-                "builtin": {m: sorted(set(v)) for m, v in builtin.items()},
-                "shadowed": r["shadowed"], "error": r["error"]}
+    def comfy(self, lora_file, lora):
+        """What ComfyUI's LoraLoader does with the LoRA `lora` (name -> tensor) on this base."""
+        r = comfy_answers.lora_loader(f"{lora_file} on {self.file}", self.comfy_model(), lora,
+                                      {k: shape_of(v) for k, v in lora.items()})
+        return {"base": self.file, **comfy_answers.in_file_terms(r, self.file_of, self.missing, self.identity)}
+
+    def comfy_model(self):
+        """The model ComfyUI builds, as ComfyUI's code is asked about it (comfy_answers.py)."""
+        return {"family": self.family, "config": self.config, "model_sdk": self.model_sdk,
+                "clip_sdk": self.clip_sdk, "shapes": {k: list(s) if s else None for k, s in self.shapes.items()}}
 
     def description(self):
         """The model ComfyUI builds, for tests/peers/lora_comfyui.py (a stand-in model)."""
@@ -232,7 +223,7 @@ class Cases:
         self.models = {}
 
     def add(self, base, lora_file, lora):
-        c = base.comfy(list(lora.keys()))
+        c = base.comfy(lora_file, lora)
         c["lora"] = lora_file
         self.cases.append(c)
         self.models[base.file] = base.description()
@@ -587,13 +578,12 @@ def flux(outdir, rng, cases):
     config = {"depth": double, "depth_single_blocks": single, "hidden_size": h}
     base, flux_t = dit_base(outdir, rng, "flux.safetensors", "flux", config, keys, "")
     # The same weights in diffusers' layout (q/k/v split out of qkv and linear1).
-    fmap = comfy_rules.flux_to_diffusers(config)
+    fmap = comfy_answers.flux_to_diffusers(config)
     dif = {}
     for d, o in fmap.items():
         if any(x in d for x in ("linear_in", "linear_out", "to_qkv_mlp_proj", "attn.to_out.weight")):
             continue  # LyCORIS / Flux 2 aliases of weights already named
-        key = (o if isinstance(o, str) else o[0]).replace("norm.weight", "norm.scale")
-        key = key.replace("query_norm.weight", "query_norm.scale").replace("key_norm.weight", "key_norm.scale")
+        key = o if isinstance(o, str) else o[0]
         if key not in flux_t:
             continue
         if isinstance(o, tuple) and o[1] is not None:

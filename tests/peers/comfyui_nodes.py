@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """The genscope node package on the real ComfyUI (driven by tests/peers/comfyui_nodes.sh).
 
-    comfyui_nodes.py --comfyui DIR --site SITE --genscope-python BUILD/python [--bench N]
+    comfyui_nodes.py --comfyui DIR --genscope-python BUILD/python [--site SITE]
+
+Run with ComfyUI's python (tests/peers/comfyui_env.sh): the servers it starts use it too.
 
 DIR is a private copy of ComfyUI with integrations/comfyui installed in custom_nodes/
 (and models/loras/genscope-tiny.safetensors, models/checkpoints/broken.safetensors). Starts
@@ -177,8 +179,15 @@ def image_pixels(comfyui, history):
         return im.mode, im.size, im.tobytes()
 
 
+def comfyui_version(comfyui):
+    """comfyui_version.py's __version__ (what the package labels runs with)."""
+    with open(os.path.join(comfyui, "comfyui_version.py")) as f:
+        return next(line.split('"')[1] for line in f if line.startswith("__version__"))
+
+
 def run_checks(args):
-    env = dict(os.environ, PYTHONPATH=f"{args.site}:{args.genscope_python}",
+    version = comfyui_version(args.comfyui)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (args.site, args.genscope_python) if p),
                GENSCOPE_COMFYUI_RUNS_DIR=os.path.join(args.work, "runs"))
     server = Server(args.comfyui, env, args.port, os.path.join(args.work, "comfyui-with.log"))
     try:
@@ -224,7 +233,7 @@ def run_checks(args):
         server.stop()
     log = open(os.path.join(args.work, "comfyui-with.log")).read()
 
-    check("genscope " in log and "monitoring ComfyUI 0.3.18 prompts" in log,
+    check("genscope " in log and f"monitoring ComfyUI {version} prompts" in log,
           "the package says it is monitoring, once")
     check(log.count("genscope: prompt ") == 6, "one log line per prompt (6)")
     check([r["prompt_id"] for r in runs][:6] == [ids[k] for k in "FEDCBA"],
@@ -239,7 +248,7 @@ def run_checks(args):
     check(all(s["status"] == "ok" for s in a.values()), "A: every node ok")
     check(a["5"].get("iterations", {}).get("count") == 4, "A: KSampler has 4 iterations")
     check(docs["A"]["labels"].get("comfyui.client_id") == cid, "A: client id label")
-    check(docs["A"]["labels"].get("comfyui.version") == "0.3.18", "A: ComfyUI version label")
+    check(docs["A"]["labels"].get("comfyui.version") == version, "A: ComfyUI version label")
     check(any(x["type"] == "comfyui_prompt" for x in docs["A"]["attachments"]),
           "A: the prompt is attached")
     loads = [s for s in docs["A"]["steps"] if s["parent_id"] != -1
@@ -343,10 +352,12 @@ def run_checks(args):
           and 'genscope_comfyui_prompts_total{status="error"} 1' in text,
           "GET /genscope/metrics: prompts by outcome")
     check(not any(x["source"] == "comfyui.hooks" for k in docs
-                  for x in docs[k]["monitoring_errors"]), "no hook failed on v0.3.18")
+                  for x in docs[k]["monitoring_errors"]), f"no hook failed on v{version}")
 
     # ComfyUI's own output without the package: same pixels, same status
     plain_env = dict(os.environ, PYTHONPATH=args.site)
+    if not args.site:
+        del plain_env["PYTHONPATH"]
     links = [os.path.join(args.comfyui, "custom_nodes", name)
              for name in ("genscope_comfyui", "genscope_test_message_clock")]
     links = [link for link in links if os.path.lexists(link)]
@@ -382,7 +393,7 @@ def run_checks(args):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--comfyui", required=True)
-    p.add_argument("--site", required=True)
+    p.add_argument("--site", default="", help="more module folders for the server (PYTHONPATH)")
     p.add_argument("--genscope-python", required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--port", type=int, default=8198)

@@ -1,32 +1,34 @@
 #!/usr/bin/env bash
-# The genscope node package (integrations/comfyui) on the real ComfyUI v0.3.18 from
-# ../shared/peers: install it (genscope comfyui install when the CLI is built, else a link),
-# run a workflow with a checkpoint, a LoRA, two text encodes, a sampler, a decode and a save,
-# then the same graph (cached), a changed seed, a failing node and a prompt without a client
-# id, and check the runs against ComfyUI's own messages and output (tests/peers/comfyui_nodes.py).
+# The genscope node package (integrations/comfyui) on a real ComfyUI (GENSCOPE_COMFYUI_DIR; the
+# checks were written against v0.3.18): install it in a private copy (genscope comfyui install
+# when the CLI is built, else a link), run a workflow with a checkpoint, a LoRA, two text
+# encodes, a sampler, a decode and a save, then the same graph (cached), a changed seed, a
+# failing node and a prompt without a client id, and check the runs against ComfyUI's own
+# messages and output (tests/peers/comfyui_nodes.py).
 #
-#   tests/peers/comfyui_nodes.sh [BUILD_DIR]      exit 0 pass, 1 fail, 77 skipped
+#   GENSCOPE_COMFYUI_DIR=/path/to/ComfyUI tests/peers/comfyui_nodes.sh [BUILD_DIR]
+#                                                  exit 0 pass, 1 fail, 77 skipped
 #
-# Needs: build/python (targets _genscope genscope_python_files). Costs: ~6 GiB of RAM for the
-# server, about 2-3 minutes on 2 cores (two server starts, six prompts). A private copy of
-# ComfyUI is made under a temporary folder (the checkpoint is linked, not copied), so the
-# shared peer cache is never modified.
+# Needs: build/python (targets _genscope genscope_python_files); ComfyUI's python from
+# tests/peers/comfyui_env.sh (a venv prepared once from PyPI, or GENSCOPE_COMFYUI_PYTHON: a
+# python3 of the same version as /usr/bin/python3, which the module is built for). Costs: ~6 GiB
+# of RAM for the server, about 2-3 minutes on 2 cores (two server starts, six prompts), and once
+# a 2.1 GB random-weight SD1.5 checkpoint in the peers cache (tests/peers/make_sd15_checkpoint.py).
+# A private copy of ComfyUI is made under a temporary folder (the checkpoint is linked, not
+# copied), so the given ComfyUI folder is never modified.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$ROOT/build}
 BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || { echo "build folder ${1:-$ROOT/build} absent"; exit 1; }
-PEERS=$(cd "$ROOT/../shared/peers" 2>/dev/null && pwd) ||
-  { echo "SKIP: peer not available (../shared/peers absent)"; exit 77; }
-[ -d "$PEERS/comfyui" ] || { echo "SKIP: peer not available (../shared/peers/comfyui absent)"; exit 77; }
 [ -f "$BUILD/python/genscope/__init__.py" ] && ls "$BUILD"/python/genscope/_genscope*.so >/dev/null 2>&1 ||
   { echo "SKIP: the genscope Python module is not built in $BUILD/python (targets _genscope genscope_python_files)"; exit 77; }
+. "$ROOT/tests/peers/comfyui_env.sh"
+comfyui_env
+APP=$COMFYUI
 CACHE=${GENSCOPE_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/genscope-peers}
-OUT=$("$PEERS/comfyui/prepare" "$CACHE/comfyui" 2>/dev/null) ||
-  { echo "SKIP: peer not available: $(echo "$OUT" | tail -1)"; exit 77; }
-SITE=$(echo "$OUT" | sed -n 's/^PYTHONPATH=//p')
-APP=$(echo "$OUT" | sed -n 's/^COMFYUI=//p')
-CKPT=$(echo "$OUT" | sed -n 's/^CHECKPOINT=//p')
-/usr/bin/python3 -c "import aiohttp, PIL" 2>/dev/null || { echo "SKIP: python3-aiohttp/python3-pil missing"; exit 77; }
+CKPT=$CACHE/sd15-random.safetensors
+flock "$CACHE/sd15-random.lock" /usr/bin/python3 "$ROOT/tests/peers/make_sd15_checkpoint.py" "$CKPT" ||
+  { echo "FAIL: cannot write the SD1.5 checkpoint $CKPT"; exit 1; }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/genscope-comfyui.XXXXXX")
 cleanup() { [ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" || rm -rf "$WORK"; }
@@ -52,7 +54,7 @@ fi
 # A test-only custom node that notes when ComfyUI sends each execution message.
 ln -s "$ROOT/tests/peers/comfyui_message_clock" "$WORK/ComfyUI/custom_nodes/genscope_test_message_clock"
 
-/usr/bin/python3 "$ROOT/tests/peers/comfyui_nodes.py" --comfyui "$WORK/ComfyUI" --site "$SITE" \
+"$COMFYUI_PY" "$ROOT/tests/peers/comfyui_nodes.py" --comfyui "$WORK/ComfyUI" \
   --genscope-python "$BUILD/python" --work "$WORK" --port "${GENSCOPE_COMFYUI_PORT:-8198}"
 rc=$?
 [ $rc -eq 0 ] || { echo "--- ComfyUI log (with the package), last lines:"; tail -40 "$WORK/comfyui-with.log"; }

@@ -1,122 +1,78 @@
 #!/usr/bin/python3
-"""genscope's ComfyUI loader profile against ComfyUI's own LoRA code (v0.3.18, the peer in
-../shared/peers/comfyui), case by case.
+"""genscope's ComfyUI loader profile against ComfyUI's own LoRA code (the ComfyUI checkout of
+GENSCOPE_COMFYUI_DIR: tests/peers/lora_comfyui.sh), case by case.
 
-usage: lora_comfyui.py MODELS_DIR GENSCOPE [SD15_CHECKPOINT]
-       (run from ComfyUI's directory with its sources on PYTHONPATH: tests/peers/lora_comfyui.sh)
+usage: lora_comfyui.py MODELS_DIR GENSCOPE SD15_CHECKPOINT ANSWERS_DIR
+       (run from ComfyUI's directory with ComfyUI's python, its folder on PYTHONPATH)
 
-MODELS_DIR is the output of tests/data/make_models.py: the (base, LoRA) pairs of
-comfy_cases.json and, in comfy_models.json, the model ComfyUI builds from each base (its
-state-dict keys, the unet config the generator gives it, where each key lives in the file).
-For every pair this script runs ComfyUI's real code — comfy.lora.model_lora_keys_unet and
-model_lora_keys_clip on a stand-in model exposing those keys (and the model_base class whose
-isinstance branches apply), comfy.lora_convert.convert_lora and comfy.lora.load_lora on the
-LoRA file's real tensors — then ModelPatcher.add_patches' rule (a patch key the model's state
-dict lacks is "NOT LOADED"), and compares with `genscope lora inspect LORA --base BASE --json`:
-the "lora key not loaded" keys, the NOT LOADED keys, a KeyError, and per module the weights it
-patches: file tensors, weights the file lacks (a pruned file: missing_from_file) and the
-loader's built-in identity text_projection (builtin_patched).
+ANSWERS_DIR holds what this ComfyUI answered to the test-data generators' questions
+(tests/data/record_comfy_answers.py: comfy.sd.load_lora_for_models on a stand-in model with
+the keys ComfyUI builds from each base, the model_base class whose isinstance branches apply;
+tests/data/comfy_live.py), and MODELS_DIR the output of tests/data/make_models.py made with
+those answers: comfy_cases.json per (base, LoRA) pair in the base file's terms. Each pair is
+compared with `genscope lora inspect LORA --base BASE --json`: the "lora key not loaded" keys,
+the NOT LOADED keys, a KeyError, and per module the weights it patches: file tensors, weights
+the file lacks (a pruned file: missing_from_file) and the loader's built-in identity
+text_projection (builtin_patched).
 
-With SD15_CHECKPOINT (the peers' random-weight SD1.5, real layout), the LoRAs of the SD1.x /
-SDXL pairs are compared once more on ComfyUI's own model of that file: model_detection's
-config, get_model and the clip target built on the meta device from the file's header.
+Then the LoRAs of the SD1.x / SDXL pairs once more on ComfyUI's own model of SD15_CHECKPOINT
+(random weights, the real SD1.5 layout: tests/peers/make_sd15_checkpoint.py):
+model_detection's config, get_model and the clip target built on the meta device from the
+file's header.
 
-Cases whose rules changed after v0.3.18 are listed in NEWER_RULES with the reason and are
-not compared (genscope follows the newer revision cited in docs/lora.md). Exit 0 when every
-compared case agrees, 1 otherwise; prints "agreement: N of M cases ..." lines.
+Last, ANSWERS_DIR against the committed fixtures (tests/fixtures/comfy_answers/): when they
+were recorded with this ComfyUI version they must be equal; otherwise the differing answers
+are listed.
+
+Cases whose rules ComfyUI added after the version run are listed in NEWER_RULES and are not
+compared (genscope follows the newer revision, docs/lora.md). Exit 0 when every compared case
+agrees, 1 otherwise; prints "agreement: N of M cases ..." lines.
 """
 import json
-import logging
 import os
 import struct
 import subprocess
 import sys
-import types
 
-ARGS = sys.argv[1:]
-sys.argv = [sys.argv[0], "--cpu"]  # what ComfyUI's argument parser reads
-import comfy.options  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "data"))
+import comfy_answers  # noqa: E402
+import comfy_live  # noqa: E402
 
-comfy.options.enable_args_parsing()  # --cpu: this torch has no CUDA
-import comfy.lora  # noqa: E402
-import comfy.lora_convert  # noqa: E402
-import comfy.model_base  # noqa: E402
-import comfy.model_detection  # noqa: E402
-import comfy.utils  # noqa: E402
-import torch  # noqa: E402
+comfy_live.start()
+comfy, torch = comfy_live.comfy, comfy_live.torch
 
-# (LoRA, base) -> why ComfyUI v0.3.18 is not the reference (read in its comfy/lora.py).
+# (LoRA, base) -> (the last ComfyUI version without the rule, what the rule is; comfy/lora.py).
 NEWER_RULES = {
     ("flux_twice.safetensors", "flux.safetensors"):
-        "'<single block>.linear1_qkv' names are mapped since after v0.3.18",
+        ((0, 3, 56), "'<single block>.linear1_qkv' names are mapped since after v0.3.56"),
     ("qwen_peft.safetensors", "qwen_image.safetensors"):
-        "v0.3.18 has no Qwen-Image branch ('transformer.' names) nor '.lora_B.default.weight' names",
+        ((0, 3, 49), "the Qwen-Image branch ('transformer.' names) and '.lora_B.default.weight' names "
+                     "came after v0.3.49"),
 }
 
-# Suffixes of the tensor a patch tuple starts with -> the module (load_lora's x) it came from.
-FIRST_TENSOR = [".lora_up.weight", "_lora.up.weight", ".lora_B.weight", ".lora.up.weight",
-                ".lora_linear_layer.up.weight", ".lora_B", ".hada_w1_a", ".lokr_w1_a", ".lokr_w1",
-                ".lokr_w2_a", ".lokr_w2", ".a1.weight", ".w_norm", ".b_norm", ".diff_b", ".diff",
-                ".set_weight"]
+
+def version_tuple(v):
+    try:
+        return tuple(int(x) for x in v.split("."))
+    except ValueError:
+        return (0,)
 
 
-class StandIn(torch.nn.Module):
-    """What model_lora_keys_unet / _clip read of a model: state_dict() keys, model_config."""
-    def __init__(self, keys, config):
-        torch.nn.Module.__init__(self)  # not the model class's __init__: nothing is built
-        self._keys = list(keys)
-        self.model_config = types.SimpleNamespace(unet_config=config)
-
-    def state_dict(self, *args, **kwargs):
-        return dict.fromkeys(self._keys)
-
-
-def model_class(family):
-    return {"sd3": comfy.model_base.SD3, "flux": comfy.model_base.Flux}.get(family, comfy.model_base.BaseModel)
-
-
-class NotLoadedLog(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.keys = []
-
-    def emit(self, record):
-        msg = record.getMessage()
-        if msg.startswith("lora key not loaded: "):
-            self.keys.append(msg[len("lora key not loaded: "):])
-
-
-def patch_module(patch, names_by_id):
-    """The LoRA module whose tensors a load_lora patch holds."""
-    kind, data = patch
-    first = next(t for t in data if isinstance(t, torch.Tensor))
-    key = names_by_id[id(first)]
-    for s in FIRST_TENSOR:
-        if key.endswith(s):
-            return key[:-len(s)]
-    raise AssertionError(f"unknown patch tensor {key}")
-
-
-def key_text(k):
-    """How ComfyUI prints a patch_dict key (and genscope writes it)."""
-    if isinstance(k, tuple):
-        if len(k) > 2:
-            return "('{}', None, {})".format(k[0], k[2])
-        return repr(k)
-    return k
-
-
-def stand_in(model):
-    """The diffusion model and text encoder ComfyUI's key maps read, from a model description."""
-    cls = model_class(model["family"])
-    unet = type("StandIn" + cls.__name__, (StandIn, cls), {})(model["model_sdk"], model["config"])
-    return unet, StandIn(model["clip_sdk"], {}) if model["clip_sdk"] else None
+def view(case):
+    """What is compared of a case (comfy_cases.json's form)."""
+    if case["error"]:
+        return {"error": case["error"]}
+    return {"error": None, "lora_key_not_loaded": sorted(case["lora_key_not_loaded"]),
+            "not_loaded": sorted(case["not_loaded"]), "missing_from_file": sorted(case["missing_from_file"]),
+            "applied": {m: set(v) for m, v in case["applied"].items()},
+            "builtin": {m: set(v) for m, v in case["builtin"].items()}}
 
 
 def real_checkpoint(path):
     """ComfyUI's own model of a checkpoint, built as CheckpointLoaderSimple builds it
     (comfy/sd.py load_state_dict_guess_config: model_detection, get_model, the clip target)
-    on the meta device from the file's header, and a description of where each key lives."""
+    on the meta device from the file's header, and where each of its keys lives in the file."""
     with open(path, "rb") as f:
         header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
     header.pop("__metadata__", None)
@@ -137,51 +93,8 @@ def real_checkpoint(path):
     clip_sdk = list(clip.state_dict())
     absent = [k for k in model_sdk + clip_sdk if k not in file_of]
     # comfy/clip_model.py: CLIPTextModel's text_projection is identity-initialised.
-    identity = [k for k in absent if k.endswith(".transformer.text_projection.weight")]
-    description = {"model_sdk": model_sdk, "clip_sdk": clip_sdk, "file_of": file_of, "identity": identity,
-                   "missing": [k for k in absent if k not in identity]}
-    return (unet, clip), description
-
-
-def comfyui(lora_path, models, model):
-    """What ComfyUI v0.3.18 does with a LoRA on `models` (diffusion model, text encoder),
-    in genscope's terms; `model` describes where their keys live in the base file."""
-    unet, clip = models
-    key_map = {}
-    comfy.lora.model_lora_keys_unet(unet, key_map)
-    if clip is not None:
-        comfy.lora.model_lora_keys_clip(clip, key_map)
-    lora = comfy.utils.load_torch_file(lora_path)
-    lora = comfy.lora_convert.convert_lora(lora)
-    names_by_id = {id(v): k for k, v in lora.items()}
-    log = NotLoadedLog()
-    logging.getLogger().addHandler(log)
-    try:
-        patches = comfy.lora.load_lora(lora, key_map)
-    except KeyError as e:
-        return {"error": "KeyError: {}".format(e.args[0])}
-    finally:
-        logging.getLogger().removeHandler(log)
-    sdk = set(model["model_sdk"]) | set(model["clip_sdk"])
-    missing, identity = set(model["missing"]), set(model["identity"])
-    out = {"error": None, "lora_key_not_loaded": sorted(log.keys), "not_loaded": [], "missing_from_file": [],
-           "applied": {}, "builtin": {}}
-    for k, patch in patches.items():
-        key = k if isinstance(k, str) else k[0]
-        if key not in sdk:  # ModelPatcher.add_patches: `if key in model_sd`
-            out["not_loaded"].append(key_text(k))
-            continue
-        module = patch_module(patch, names_by_id)
-        if key in missing:
-            out["missing_from_file"].append(key_text(k))
-        elif key in identity:
-            out["builtin"].setdefault(module, set()).add(key)
-        else:
-            f = model["file_of"][key]
-            out["applied"].setdefault(module, set()).add(f if isinstance(f, str) else f[0])
-    out["not_loaded"].sort()
-    out["missing_from_file"].sort()
-    return out
+    identity = {k for k in absent if k.endswith(".transformer.text_projection.weight")}
+    return (unet, clip), file_of, {k for k in absent if k not in identity}, identity
 
 
 def genscope_answer(genscope, lora_path, base_path):
@@ -215,41 +128,64 @@ def compare(name, want, got):
     return False
 
 
-def main(models_dir, genscope, checkpoint):
+def fixtures_check(answers_dir, version):
+    """The committed fixtures against this ComfyUI's answers: (equal, compared) or None when the
+    fixtures were recorded with another version (the differences are printed either way)."""
+    same = compared = 0
+    recorded_with = None
+    for file in comfy_answers.FILES.values():
+        with open(os.path.join(comfy_answers.FIXTURES, file)) as f:
+            fixed = json.load(f)
+        with open(os.path.join(answers_dir, file)) as f:
+            live = json.load(f)
+        recorded_with = fixed["comfyui"]
+        for name in sorted(set(fixed["answers"]) | set(live["answers"])):
+            compared += 1
+            if fixed["answers"].get(name) == live["answers"].get(name):
+                same += 1
+            else:
+                print(f"fixture differs from ComfyUI {version}: {file} {name}")
+    print(f"fixtures (recorded with ComfyUI {recorded_with}): {same} of {compared} answers equal to ComfyUI {version}'s")
+    return (same, compared) if recorded_with == version else None
+
+
+def main(models_dir, genscope, checkpoint, answers_dir):
+    version = comfy_live.version()
     with open(os.path.join(models_dir, "comfy_cases.json")) as f:
         cases = json.load(f)
-    with open(os.path.join(models_dir, "comfy_models.json")) as f:
-        models = json.load(f)
     compared = agree = 0
     for case in cases:
         name = "{} on {}".format(case["lora"], case["base"])
-        why = NEWER_RULES.get((case["lora"], case["base"]))
-        if why:
-            print(f"not compared: {name}: {why}")
+        rule = NEWER_RULES.get((case["lora"], case["base"]))
+        if rule and version_tuple(version) <= rule[0]:
+            print(f"not compared: {name}: {rule[1]}")
             continue
         compared += 1
         lora = os.path.join(models_dir, case["lora"])
-        model = models[case["base"]]
-        agree += compare(name, comfyui(lora, stand_in(model), model),
-                         genscope_answer(genscope, lora, os.path.join(models_dir, case["base"])))
-    print(f"agreement: {agree} of {compared} cases equal to ComfyUI v0.3.18 (stand-in models of the generated bases)")
+        agree += compare(name, view(case), genscope_answer(genscope, lora, os.path.join(models_dir, case["base"])))
+    print(f"agreement: {agree} of {compared} cases equal to ComfyUI {version} (stand-in models of the generated bases)")
     total = (agree, compared)
-    if checkpoint:
-        # The LoRAs of the SD1.x / SDXL cases on the real SD1.5 layout, with ComfyUI's own model of it.
-        real, model = real_checkpoint(checkpoint)
-        compared = agree = 0
-        for lora_name in sorted({c["lora"] for c in cases if c["base"].startswith(("sd15", "sdxl"))}):
-            compared += 1
-            lora = os.path.join(models_dir, lora_name)
-            agree += compare(f"{lora_name} on {os.path.basename(checkpoint)}", comfyui(lora, real, model),
-                             genscope_answer(genscope, lora, checkpoint))
-        print(f"agreement: {agree} of {compared} cases equal to ComfyUI v0.3.18 (its model of {os.path.basename(checkpoint)})")
-        total = (total[0] + agree, total[1] + compared)
+    # The LoRAs of the SD1.x / SDXL cases on the real SD1.5 layout, with ComfyUI's own model of it.
+    models, file_of, missing, identity = real_checkpoint(checkpoint)
+    compared = agree = 0
+    for lora_name in sorted({c["lora"] for c in cases if c["base"].startswith(("sd15", "sdxl"))}):
+        compared += 1
+        lora = os.path.join(models_dir, lora_name)
+        answer = comfy_live.lora_loader(models, comfy.utils.load_torch_file(lora))
+        want = view(comfy_answers.in_file_terms(answer, file_of, missing, identity))
+        agree += compare(f"{lora_name} on {os.path.basename(checkpoint)}", want,
+                         genscope_answer(genscope, lora, checkpoint))
+    print(f"agreement: {agree} of {compared} cases equal to ComfyUI {version} (its model of {os.path.basename(checkpoint)})")
+    total = (total[0] + agree, total[1] + compared)
+    fixtures = fixtures_check(answers_dir, version)
+    if fixtures is not None:
+        total = (total[0] + fixtures[0], total[1] + fixtures[1])
     print(f"agreement: {total[0]} of {total[1]} cases in all")
     return 0 if total[0] == total[1] and total[1] > 0 else 1
 
 
 if __name__ == "__main__":
-    if len(ARGS) not in (2, 3):
-        raise SystemExit("usage: lora_comfyui.py MODELS_DIR GENSCOPE [SD15_CHECKPOINT]")
-    sys.exit(main(ARGS[0], ARGS[1], ARGS[2] if len(ARGS) == 3 else None))
+    args = sys.argv[1:]
+    if len(args) != 4:
+        raise SystemExit("usage: lora_comfyui.py MODELS_DIR GENSCOPE SD15_CHECKPOINT ANSWERS_DIR")
+    sys.exit(main(*args))

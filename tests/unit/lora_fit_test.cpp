@@ -1,9 +1,9 @@
 // The LoRA fit against ComfyUI's own rules: for every (base, LoRA) pair tests/data/make_models.py
 // writes (complete SD1.5 / SDXL / SD3 / Flux / Wan / Qwen-Image layouts, LoRAs named as kohya
 // sd-scripts, diffusers PEFT, LyCORIS, OneTrainer, ai-toolkit and musubi-tuner name them), the
-// generator derives what ComfyUI's LoraLoader prints and applies by running a transcription of
-// comfy/lora.py (tests/data/comfy_rules.py) over the model ComfyUI builds; genscope's fit must
-// give the same sets. Plus the targets' details (row windows, transposition, identity
+// generator takes what ComfyUI's LoraLoader prints and applies from the answers ComfyUI's own
+// code gave on the model it builds (tests/fixtures/comfy_answers/, recorded by
+// tests/data/record_comfy_answers.sh); genscope's fit must give the same sets. Plus the targets' details (row windows, transposition, identity
 // weights, bias keys, split fused weights) and malformed input.
 #include <gtest/gtest.h>
 
@@ -177,8 +177,8 @@ TEST(ComfyFit, TargetsCarryWindowsTranspositionAndIdentity) {
 
 // Issue 21: ComfyUI's first key-map loop names every diffusion key generically
 // ("diffusion_model.<key>", "lora_unet_<key _>"); their diff_b / b_norm patch "<key>.bias", and
-// a diff on a bias's own name patches that bias. Checked against ComfyUI v0.3.18's own code
-// by tests/peers/lora_comfyui.sh.
+// a diff on a bias's own name patches that bias. Checked against ComfyUI's own code by
+// tests/peers/lora_comfyui.sh (v0.3.18 and newer).
 TEST(ComfyFit, GenericSdxlNamesPatchBiases) {
   const auto lora = LoraFile::open(model_file("sdxl_generic.safetensors"), false);
   const LoraFit fit = fit_lora(*lora, SafetensorsFile::open(model_file("sdxl.safetensors")));
