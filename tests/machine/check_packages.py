@@ -44,6 +44,7 @@ OPTIONAL_MODULES = {
     "stable_diffusion_cpp": "peer tests only (tests/peers, run by scripts/peers in their own venvs)",
     "comfy": "ComfyUI's own modules: tests that need them take GENSCOPE_COMFYUI_DIR and skip without it",
     "comfy_execution": "ComfyUI's own modules: tests that need them take GENSCOPE_COMFYUI_DIR",
+    "comfyui_version": "ComfyUI's own modules: tests that need them take GENSCOPE_COMFYUI_DIR",
     "folder_paths": "ComfyUI's own modules: tests that need them take GENSCOPE_COMFYUI_DIR",
     "execution": "ComfyUI's own modules: tests that need them take GENSCOPE_COMFYUI_DIR",
     "server": "ComfyUI's own modules: tests that need them take GENSCOPE_COMFYUI_DIR",
