@@ -176,15 +176,6 @@ void render_header(std::string& out, const Run& run, const ConsoleStyle& s) {
   }
 }
 
-// When, from the run start, a step's peak of `m` happened: exact time, else the highest
-// sample inside the step; -1 when neither is known.
-std::int64_t peak_run_offset(const Run& run, const StepRecord& st, const MetricFigures& m) {
-  if (m.peak_offset_ns >= 0) return st.start_offset_ns + m.peak_offset_ns;
-  const detail::SampledPeak h = detail::highest_sample(run, m.name, st.start_offset_ns,
-                                                       st.start_offset_ns + st.duration_ns);
-  return h.found ? h.offset_ns : -1;
-}
-
 void render_run_peaks(std::string& out, const Run& run, const ConsoleStyle& s) {
   std::vector<std::string> seen;
   for (const StepRecord& st : run.steps) {
@@ -207,10 +198,10 @@ void render_run_peaks(std::string& out, const Run& run, const ConsoleStyle& s) {
       if (best == nullptr) continue;
       out += "   Peak " + detail::metric_label(m.name) + ": " + format_bytes(peak) + " in " +
              best->name;
-      const std::int64_t at = peak_run_offset(run, *best, *best_m);
-      if (at >= 0) {
-        out += " at +" + s.duration(static_cast<double>(at)) +
-               (best_m->peak_offset_ns < 0 ? " (time sampled)" : "");
+      const detail::PeakTime at = detail::peak_run_time(run, *best, *best_m);
+      if (at.offset_ns >= 0) {
+        out += " at +" + s.duration(static_cast<double>(at.offset_ns)) +
+               (at.sampled ? " (time sampled)" : "");
       }
       out += "\n";
     }
