@@ -222,13 +222,28 @@ void render_summary(std::string& out, const Run& run, const ConsoleStyle& s) {
   out += "   Total time: " + s.duration(static_cast<double>(run.duration_ns)) +
          " (top-level steps " + s.duration(static_cast<double>(time.top_level_ns)) +
          ", unattributed " + s.duration(static_cast<double>(time.unattributed_ns)) + ")\n";
-  if (!time.by_kind_ns.empty() && time.run_ns > 0) {
+  // Each top-level step's share and each kind's, as (name, "duration (share)").
+  using Share = std::pair<std::string, std::string>;
+  std::vector<Share> top_level;
+  for (const StepRecord& st : run.steps) {
+    if (st.parent_id >= 0 || run.duration_ns <= 0) continue;
+    top_level.emplace_back(st.name + (st.inferred ? " ~" : ""),
+                           s.duration(static_cast<double>(st.duration_ns)) +
+                               fmt(" (%.1f%%)", 100.0 * static_cast<double>(st.duration_ns) /
+                                                    static_cast<double>(run.duration_ns)));
+  }
+  std::vector<Share> by_kind;
+  if (time.run_ns > 0) {
+    for (const auto& [kind, ns] : time.by_kind_ns) {
+      by_kind.emplace_back(to_string(kind), s.duration(static_cast<double>(ns)) +
+                                                fmt(" (%.1f%%)", 100.0 * static_cast<double>(ns) /
+                                                                     static_cast<double>(time.run_ns)));
+    }
+  }
+  if (!by_kind.empty()) {
     // Where the time went, each moment counted once for the innermost step covering it.
     out += "   By kind (innermost step):";
-    for (const auto& [kind, ns] : time.by_kind_ns) {
-      out += " " + std::string(to_string(kind)) + " " + s.duration(static_cast<double>(ns)) +
-             fmt(" (%.1f%%)", 100.0 * static_cast<double>(ns) / static_cast<double>(time.run_ns));
-    }
+    for (const auto& [kind, share] : by_kind) out += " " + kind + " " + share;
     out += "\n";
     std::vector<std::pair<std::int64_t, std::int64_t>> gaps = time.gaps;
     std::sort(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) {
@@ -246,13 +261,13 @@ void render_summary(std::string& out, const Run& run, const ConsoleStyle& s) {
              " in steps no line announced (marked ~)\n";
     }
   }
-  for (const StepRecord& st : run.steps) {
-    if (st.parent_id >= 0 || run.duration_ns <= 0) continue;
-    out += "     " + st.name + (st.inferred ? " ~" : "") + ": " +
-           s.duration(static_cast<double>(st.duration_ns)) +
-           fmt(" (%.1f%%)", 100.0 * static_cast<double>(st.duration_ns) /
-                                static_cast<double>(run.duration_ns)) +
-           "\n";
+  // The top-level steps' shares, unless they are one step per kind, named after it: then the
+  // list would only repeat the "By kind" line.
+  std::vector<Share> sorted_top = top_level;
+  std::sort(sorted_top.begin(), sorted_top.end());
+  std::sort(by_kind.begin(), by_kind.end());
+  if (sorted_top != by_kind) {
+    for (const auto& [name, share] : top_level) out += "     " + name + ": " + share + "\n";
   }
   render_run_peaks(out, run, s);
   for (const Attachment& a : run.attachments) detail::render_attachment(out, a, s, "   ");
