@@ -235,9 +235,9 @@ void render_summary(std::string& out, const Run& run, const ConsoleStyle& s) {
   std::vector<Share> by_kind;
   if (time.run_ns > 0) {
     for (const auto& [kind, ns] : time.by_kind_ns) {
-      by_kind.emplace_back(to_string(kind), s.duration(static_cast<double>(ns)) +
-                                                fmt(" (%.1f%%)", 100.0 * static_cast<double>(ns) /
-                                                                     static_cast<double>(time.run_ns)));
+      const double share = 100.0 * static_cast<double>(ns) / static_cast<double>(time.run_ns);
+      by_kind.emplace_back(to_string(kind),
+                           s.duration(static_cast<double>(ns)) + fmt(" (%.1f%%)", share));
     }
   }
   if (!by_kind.empty()) {

@@ -188,9 +188,9 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
         const PeakTime when = peak_run_time(runs[r], s, *f);
         const std::int64_t end =
             add_saturated(s.start_offset_ns, std::max<std::int64_t>(s.duration_ns, 0));
-        const std::pair<std::int64_t, double> at{
-            when.offset_ns >= 0 ? when.offset_ns : s.start_offset_ns + (end - s.start_offset_ns) / 2,
-            f->peak};
+        const std::int64_t middle = s.start_offset_ns + (end - s.start_offset_ns) / 2;
+        const std::pair<std::int64_t, double> at{when.offset_ns >= 0 ? when.offset_ns : middle,
+                                                 f->peak};
         if (!seen.insert(at).second) continue;  // nested steps share their parent's peak
         append_array_sep(peaks);
         peaks += "{\"series\":";

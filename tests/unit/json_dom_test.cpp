@@ -49,15 +49,18 @@ std::string nested_text() {
   json j = json::object();
   for (int i = 0; i < 50; ++i) {
     json row = json::array();
-    for (int k = 0; k < 40; ++k) row.push_back({{"v", k}, {"s", "text " + std::to_string(k)}, {"a", {1, 2.5, nullptr, true}}});
+    for (int k = 0; k < 40; ++k) {
+      row.push_back({{"v", k}, {"s", "text " + std::to_string(k)}, {"a", {1, 2.5, nullptr, true}}});
+    }
     j["rows"].push_back(row);
   }
   return j.dump();
 }
 
 TEST(JsonDom, BuildsTheTreeNlohmannParseBuilds) {
-  for (const std::string& text : {golden_run_text(), nested_text(), std::string("[1,-2,3.5,\"x\",{\"a\":{}}]"),
-                                  std::string("{\"k\":1,\"k\":2}"), std::string("17")}) {
+  const std::string texts[] = {golden_run_text(), nested_text(), "[1,-2,3.5,\"x\",{\"a\":{}}]",
+                               "{\"k\":1,\"k\":2}", "17"};
+  for (const std::string& text : texts) {
     JsonDom dom;
     ASSERT_EQ(parse_json_dom(text, dom), "") << text.substr(0, 80);
     EXPECT_EQ(dom.value, json::parse(text)) << text.substr(0, 80);
@@ -111,10 +114,13 @@ TEST(JsonDom, SyntaxErrorsAndDeepNestingAreNamed) {
   JsonDom bad;
   EXPECT_NE(parse_json_dom("{\"a\": [1, 2", bad), "");
   JsonDom deep;
-  const std::string nested = std::string(kMaxJsonDepth + 1, '[') + std::string(kMaxJsonDepth + 1, ']');
-  EXPECT_NE(parse_json_dom(nested, deep).find("nested deeper than 1000 levels"), std::string::npos);
+  const std::string nested =
+      std::string(kMaxJsonDepth + 1, '[') + std::string(kMaxJsonDepth + 1, ']');
+  EXPECT_NE(parse_json_dom(nested, deep).find("nested deeper than 1000 levels"),
+            std::string::npos);
   JsonDom deepest;
-  EXPECT_EQ(parse_json_dom(std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']'), deepest), "");
+  const std::string limit = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
+  EXPECT_EQ(parse_json_dom(limit, deepest), "");
 }
 
 }  // namespace
