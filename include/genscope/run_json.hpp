@@ -61,7 +61,9 @@ inline constexpr std::uintmax_t kMaxRunDocumentBytes = std::uintmax_t{256} << 20
 
 /// Reads a run document. Throws genscope::Error ("ReadFailed", "InvalidJson",
 /// "InvalidRunDocument", "UnsupportedSchema", "RunDocumentTooLarge": over
-/// kMaxRunDocumentBytes, or not enough memory to parse it).
+/// kMaxRunDocumentBytes, twice its size more than the memory this process may still take
+/// (ulimit -v, ulimit -d, its memory cgroup, the machine's memory), or running out of memory
+/// while parsing it; never an abort).
 Run read_run_file(const std::filesystem::path& path);
 
 /// Writes `content` to `path` atomically: temporary file in the same folder, fsync, rename.

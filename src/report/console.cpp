@@ -176,15 +176,6 @@ void render_header(std::string& out, const Run& run, const ConsoleStyle& s) {
   }
 }
 
-// When, from the run start, a step's peak of `m` happened: exact time, else the highest
-// sample inside the step; -1 when neither is known.
-std::int64_t peak_run_offset(const Run& run, const StepRecord& st, const MetricFigures& m) {
-  if (m.peak_offset_ns >= 0) return st.start_offset_ns + m.peak_offset_ns;
-  const detail::SampledPeak h = detail::highest_sample(run, m.name, st.start_offset_ns,
-                                                       st.start_offset_ns + st.duration_ns);
-  return h.found ? h.offset_ns : -1;
-}
-
 void render_run_peaks(std::string& out, const Run& run, const ConsoleStyle& s) {
   std::vector<std::string> seen;
   for (const StepRecord& st : run.steps) {
@@ -207,10 +198,10 @@ void render_run_peaks(std::string& out, const Run& run, const ConsoleStyle& s) {
       if (best == nullptr) continue;
       out += "   Peak " + detail::metric_label(m.name) + ": " + format_bytes(peak) + " in " +
              best->name;
-      const std::int64_t at = peak_run_offset(run, *best, *best_m);
-      if (at >= 0) {
-        out += " at +" + s.duration(static_cast<double>(at)) +
-               (best_m->peak_offset_ns < 0 ? " (time sampled)" : "");
+      const detail::PeakTime at = detail::peak_run_time(run, *best, *best_m);
+      if (at.offset_ns >= 0) {
+        out += " at +" + s.duration(static_cast<double>(at.offset_ns)) +
+               (at.sampled ? " (time sampled)" : "");
       }
       out += "\n";
     }
@@ -231,13 +222,28 @@ void render_summary(std::string& out, const Run& run, const ConsoleStyle& s) {
   out += "   Total time: " + s.duration(static_cast<double>(run.duration_ns)) +
          " (top-level steps " + s.duration(static_cast<double>(time.top_level_ns)) +
          ", unattributed " + s.duration(static_cast<double>(time.unattributed_ns)) + ")\n";
-  if (!time.by_kind_ns.empty() && time.run_ns > 0) {
+  // Each top-level step's share and each kind's, as (name, "duration (share)").
+  using Share = std::pair<std::string, std::string>;
+  std::vector<Share> top_level;
+  for (const StepRecord& st : run.steps) {
+    if (st.parent_id >= 0 || run.duration_ns <= 0) continue;
+    top_level.emplace_back(st.name + (st.inferred ? " ~" : ""),
+                           s.duration(static_cast<double>(st.duration_ns)) +
+                               fmt(" (%.1f%%)", 100.0 * static_cast<double>(st.duration_ns) /
+                                                    static_cast<double>(run.duration_ns)));
+  }
+  std::vector<Share> by_kind;
+  if (time.run_ns > 0) {
+    for (const auto& [kind, ns] : time.by_kind_ns) {
+      const double share = 100.0 * static_cast<double>(ns) / static_cast<double>(time.run_ns);
+      by_kind.emplace_back(to_string(kind),
+                           s.duration(static_cast<double>(ns)) + fmt(" (%.1f%%)", share));
+    }
+  }
+  if (!by_kind.empty()) {
     // Where the time went, each moment counted once for the innermost step covering it.
     out += "   By kind (innermost step):";
-    for (const auto& [kind, ns] : time.by_kind_ns) {
-      out += " " + std::string(to_string(kind)) + " " + s.duration(static_cast<double>(ns)) +
-             fmt(" (%.1f%%)", 100.0 * static_cast<double>(ns) / static_cast<double>(time.run_ns));
-    }
+    for (const auto& [kind, share] : by_kind) out += " " + kind + " " + share;
     out += "\n";
     std::vector<std::pair<std::int64_t, std::int64_t>> gaps = time.gaps;
     std::sort(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) {
@@ -255,13 +261,13 @@ void render_summary(std::string& out, const Run& run, const ConsoleStyle& s) {
              " in steps no line announced (marked ~)\n";
     }
   }
-  for (const StepRecord& st : run.steps) {
-    if (st.parent_id >= 0 || run.duration_ns <= 0) continue;
-    out += "     " + st.name + (st.inferred ? " ~" : "") + ": " +
-           s.duration(static_cast<double>(st.duration_ns)) +
-           fmt(" (%.1f%%)", 100.0 * static_cast<double>(st.duration_ns) /
-                                static_cast<double>(run.duration_ns)) +
-           "\n";
+  // The top-level steps' shares, unless they are one step per kind, named after it: then the
+  // list would only repeat the "By kind" line.
+  std::vector<Share> sorted_top = top_level;
+  std::sort(sorted_top.begin(), sorted_top.end());
+  std::sort(by_kind.begin(), by_kind.end());
+  if (sorted_top != by_kind) {
+    for (const auto& [name, share] : top_level) out += "     " + name + ": " + share + "\n";
   }
   render_run_peaks(out, run, s);
   for (const Attachment& a : run.attachments) detail::render_attachment(out, a, s, "   ");

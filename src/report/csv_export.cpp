@@ -223,11 +223,15 @@ std::string render_series_csv(std::span<const Run> runs) {
 }
 
 void write_csv_export(std::span<const Run> runs, const std::filesystem::path& dir) {
+  // Both rendered before anything is written: running out of memory leaves no file (and no
+  // new folder) behind.
+  const std::string steps = render_steps_csv(runs);
+  const std::string series = render_series_csv(runs);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error("WriteFailed", dir.string() + ": cannot create the folder: " + ec.message());
-  write_file_atomic(dir / "steps.csv", render_steps_csv(runs));
-  write_file_atomic(dir / "series.csv", render_series_csv(runs));
+  write_file_atomic(dir / "steps.csv", steps);
+  write_file_atomic(dir / "series.csv", series);
 }
 
 }  // namespace genscope

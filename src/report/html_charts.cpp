@@ -5,11 +5,13 @@
 //                "axes":   [{"scale", "label", "from_zero"}],
 //                "tables": [{"run", "x": [..], "series": [{"label", "scale", "color",
 //                                                          "values": [..]}]}],
-//                "peaks":  [{"series", "x", "y", "step"}]}]}
+//                "peaks":  [{"series", "x", "y", "step", "time", "span"}]}]}
 //
 // x is seconds from the run start (or the iteration number); a table per run (uPlot.join
 // aligns them); "series" in "peaks" is the uPlot series index (1 = the first table's first
-// series); a missing sample is null (a gap in the line).
+// series); a missing sample is null (a gap in the line). A peak's "time" is "exact" (its
+// recorded time), "sampled" (the highest sample inside its step) or "span" (no time known: x
+// is the middle of the step and "span" its [start, end]).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -176,13 +178,19 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
       out += "]}";
       ++series_index;
       if (chart.unit != Unit::kBytes) continue;
-      // The exact (or sampled) peak of each step, where its time is known.
+      // Each step's peak (the figure the console and the table name), at its recorded time,
+      // else at the time of the highest sample inside the step ("sampled"), else across the
+      // step's span ("span": no time is known; drawn as a line, never as a point in time).
       std::set<std::pair<std::int64_t, double>> seen;
       for (const StepRecord& s : runs[r].steps) {
         const MetricFigures* f = s.metric(metric);
-        if (f == nullptr || !std::isfinite(f->peak) || f->peak_offset_ns < 0) continue;
-        const std::pair<std::int64_t, double> at{
-            add_saturated(s.start_offset_ns, f->peak_offset_ns), f->peak};
+        if (f == nullptr || !std::isfinite(f->peak)) continue;
+        const PeakTime when = peak_run_time(runs[r], s, *f);
+        const std::int64_t end =
+            add_saturated(s.start_offset_ns, std::max<std::int64_t>(s.duration_ns, 0));
+        const std::int64_t middle = s.start_offset_ns + (end - s.start_offset_ns) / 2;
+        const std::pair<std::int64_t, double> at{when.offset_ns >= 0 ? when.offset_ns : middle,
+                                                 f->peak};
         if (!seen.insert(at).second) continue;  // nested steps share their parent's peak
         append_array_sep(peaks);
         peaks += "{\"series\":";
@@ -193,6 +201,16 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
         append_number(peaks, at.second);
         peaks += ",\"step\":";
         append_json_string(peaks, s.name);
+        peaks += ",\"time\":\"";
+        peaks += when.offset_ns < 0 ? "span" : when.sampled ? "sampled" : "exact";
+        peaks += "\"";
+        if (when.offset_ns < 0) {
+          peaks += ",\"span\":[";
+          append_seconds(peaks, s.start_offset_ns);
+          peaks += ",";
+          append_seconds(peaks, end);
+          peaks += "]";
+        }
         peaks += "}";
       }
     }
@@ -283,7 +301,8 @@ HtmlChartData html_chart_data(std::span<const Run> runs, std::size_t spans) {
           "Shaded bands and the lane above the plot: top-level steps (red outline: failed "
           "or skipped). Diamonds: each step's peak at the time it happened (exact peaks "
           "come from kernel or allocator high-water marks and can lie above the sampled "
-          "line). " +
+          "line; one without a time of its own is placed at the highest sample inside its "
+          "step, or drawn dashed across the step when it has none). " +
           sampling_note;
     }
     data.charts.push_back(std::move(c));

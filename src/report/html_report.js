@@ -118,24 +118,38 @@
             if (!s || !s.show) return;
             var x = u.valToPos(p.x, 'x', true), y = u.valToPos(p.y, s.scale, true);
             if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
-            var d = 5 * pr;
-            ctx.beginPath();
-            ctx.moveTo(x, y - d); ctx.lineTo(x + d, y); ctx.lineTo(x, y + d); ctx.lineTo(x - d, y);
-            ctx.closePath();
-            ctx.fillStyle = colors[p.series];
-            ctx.strokeStyle = '#fff';
-            ctx.lineWidth = pr;
-            ctx.fill();
-            ctx.stroke();
+            if (p.time === 'span') {
+              // No time known: a dashed line at the peak's height across its step.
+              ctx.beginPath();
+              ctx.moveTo(clip(u, p.span[0]), y); ctx.lineTo(clip(u, p.span[1]), y);
+              ctx.setLineDash([4 * pr, 3 * pr]);
+              ctx.strokeStyle = colors[p.series];
+              ctx.lineWidth = 2 * pr;
+              ctx.stroke();
+              ctx.setLineDash([]);
+            } else {
+              var d = 5 * pr;
+              ctx.beginPath();
+              ctx.moveTo(x, y - d); ctx.lineTo(x + d, y); ctx.lineTo(x, y + d); ctx.lineTo(x - d, y);
+              ctx.closePath();
+              ctx.fillStyle = colors[p.series];
+              ctx.strokeStyle = '#fff';
+              ctx.lineWidth = pr;
+              ctx.fill();
+              ctx.stroke();
+            }
             if (!best[p.series] || best[p.series].p.y < p.y) best[p.series] = {p: p, x: x, y: y};
           });
-          // The highest peak of each series gets its value and step written next to it.
+          // The highest peak of each series (the run's peak, as in the console and the table)
+          // gets its value and step written next to it, and how its time is known.
           ctx.font = (11 * pr) + 'px sans-serif';
           ctx.textBaseline = 'bottom';
           var placed = [];  // label boxes already drawn: a label that would overlap moves down
+          var drawn = [];   // what the labels say, also as data-peak-labels (for tools and tests)
           Object.keys(best).forEach(function (k) {
             if (!(best[k].p.y > 0)) return;  // a zero peak needs no label
-            var b = best[k], text = 'peak ' + formatter(chart.unit)(b.p.y) + ' (' + b.p.step + ')';
+            var b = best[k], when = {sampled: ', time sampled', span: ', time unknown'}[b.p.time] || '';
+            var text = 'peak ' + formatter(chart.unit)(b.p.y) + ' (' + b.p.step + when + ')';
             var w = ctx.measureText(text).width, h = 14 * pr;
             var x = Math.min(b.x + 6 * pr, u.bbox.left + u.bbox.width - w);
             var y = Math.max(b.y - 16 * pr, u.bbox.top);
@@ -148,7 +162,9 @@
             ctx.fillRect(x - 2, y, w + 4, h);
             ctx.fillStyle = colors[b.p.series];
             ctx.fillText(text, x, y + 13 * pr);
+            drawn.push({series: b.p.series, value: b.p.y, step: b.p.step, time: b.p.time, text: text});
           });
+          u.root.setAttribute('data-peak-labels', JSON.stringify(drawn));
           ctx.restore();
         }],
       },

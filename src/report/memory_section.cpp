@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <map>
 
+#include "report/export_util.hpp"
+
 namespace genscope::detail {
 namespace {
 
@@ -103,6 +105,14 @@ SampledPeak highest_sample(const Run& run, const std::string& metric, std::int64
     best = {true, *row, v};
   }
   return best;
+}
+
+PeakTime peak_run_time(const Run& run, const StepRecord& step, const MetricFigures& m) {
+  if (m.peak_offset_ns >= 0) return {add_saturated(step.start_offset_ns, m.peak_offset_ns), false};
+  const SampledPeak h = highest_sample(
+      run, m.name, step.start_offset_ns,
+      add_saturated(step.start_offset_ns, std::max<std::int64_t>(step.duration_ns, 0)));
+  return h.found ? PeakTime{h.offset_ns, true} : PeakTime{};
 }
 
 std::string peak_time_text(const Run& run, const StepRecord& step, const MetricFigures& m,

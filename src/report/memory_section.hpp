@@ -23,6 +23,14 @@ bool is_constant_metric(const std::string& name);
 /// The highest sample of `metric` with from_ns <= offset <= to_ns (run-relative).
 SampledPeak highest_sample(const Run& run, const std::string& metric, std::int64_t from_ns,
                            std::int64_t to_ns);
+/// When, from the run start, a step's peak of `m` happened: its recorded time, else (an exact
+/// high-water mark without a time of its own) the time of the highest sample inside the step.
+struct PeakTime {
+  std::int64_t offset_ns = -1;  ///< -1: neither is known.
+  bool sampled = false;         ///< The time is the highest sample's.
+};
+PeakTime peak_run_time(const Run& run, const StepRecord& step, const MetricFigures& m);
+
 /// "at start", "at end" or "at 12.30 ms" for an offset inside a step.
 std::string offset_text(std::int64_t offset_ns, std::int64_t duration_ns, const ConsoleStyle& s);
 /// When and how a step's peak was seen: "at 12.30 ms, exact", or for an exact peak without

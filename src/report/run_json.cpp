@@ -5,6 +5,8 @@
 #include <fstream>
 
 #include "genscope/error.hpp"
+#include "report/json_dom.hpp"
+#include "report/memory_room.hpp"
 #include "report/run_document_text.hpp"
 
 namespace genscope {
@@ -467,43 +469,65 @@ void write_run_file(const Run& run, const std::filesystem::path& path) {
   write_file_atomic(path, detail::run_document_text(run));
 }
 
+namespace {
+
+[[noreturn]] void too_large(const std::filesystem::path& path, const std::string& why) {
+  throw Error("RunDocumentTooLarge", path.string() + ": " + why);
+}
+
+}  // namespace
+
 Run read_run_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("ReadFailed", "cannot open run document " + path.string());
-  // Bounded memory: the parsed document takes several times its size, so a file past the
-  // limit is refused by name before anything is read (genscope's own documents stay far
-  // below it: series and bars are bounded), and running out of memory anyway is that error
-  // too, never an abort.
+  // Bounded memory: the parsed document takes more than its text (1.5 to 5 times), so a file
+  // past the limit is refused by name before anything is read (genscope's own documents stay
+  // far below it: series and bars are bounded), and so is one whose text and tree (at least
+  // twice its size) cannot fit in the memory this process may still take. Running out of
+  // memory anyway is that error too, never an abort: the tree is freed without allocating
+  // (detail::JsonDom).
   std::error_code ec;
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (!ec && size > kMaxRunDocumentBytes)
-    throw Error("RunDocumentTooLarge", path.string() + " is " + std::to_string(size >> 20) +
-                                           " MiB; run documents over " +
-                                           std::to_string(kMaxRunDocumentBytes >> 20) +
-                                           " MiB are not read");
+  if (!ec && size > kMaxRunDocumentBytes) {
+    too_large(path, "it is " + std::to_string(size >> 20) + " MiB; run documents over " +
+                        std::to_string(kMaxRunDocumentBytes >> 20) + " MiB are not read");
+  }
+  if (!ec) {
+    const std::optional<detail::MemoryRoom> room = detail::memory_room();
+    if (room && 2 * size > room->bytes) {
+      too_large(path, "reading this " + std::to_string(size >> 20) +
+                          " MiB run document takes at least " + std::to_string((2 * size) >> 20) +
+                          " MiB, but only " + std::to_string(room->bytes >> 20) +
+                          " MiB are left under " + room->limit);
+    }
+  }
   try {
-    std::string text;
-    if (!ec) {
-      text.resize(static_cast<std::size_t>(size));
-      in.read(text.data(), static_cast<std::streamsize>(size));
-      text.resize(static_cast<std::size_t>(in.gcount()));
-    } else {  // not a regular file (a pipe): read it whole, within the limit
-      char buf[65536];
-      while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-        text.append(buf, static_cast<std::size_t>(in.gcount()));
-        if (text.size() > kMaxRunDocumentBytes)
-          throw Error("RunDocumentTooLarge", path.string() + ": run documents over " +
-                                                 std::to_string(kMaxRunDocumentBytes >> 20) +
-                                                 " MiB are not read");
+    detail::JsonDom dom;
+    {
+      std::string text;
+      if (!ec) {
+        text.resize(static_cast<std::size_t>(size));
+        in.read(text.data(), static_cast<std::streamsize>(size));
+        text.resize(static_cast<std::size_t>(in.gcount()));
+      } else {  // not a regular file (a pipe): read it whole, within the limit
+        char buf[65536];
+        while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+          text.append(buf, static_cast<std::size_t>(in.gcount()));
+          if (text.size() > kMaxRunDocumentBytes) {
+            too_large(path, "run documents over " +
+                                std::to_string(kMaxRunDocumentBytes >> 20) + " MiB are not read");
+          }
+        }
+      }
+      const std::string error = detail::parse_json_dom(text, dom);
+      if (!error.empty()) {
+        throw Error("InvalidJson", path.string() + " is not valid JSON (" + error + ")");
       }
     }
-    json j = json::parse(text, nullptr, false);
-    std::string().swap(text);
-    if (j.is_discarded()) throw Error("InvalidJson", path.string() + " is not valid JSON");
-    return run_from_json(j);
+    return run_from_json(dom.value);
   } catch (const std::bad_alloc&) {
-    throw Error("RunDocumentTooLarge",
-                path.string() + ": not enough memory to read this run document");
+    too_large(path, "not enough memory to read this run document" +
+                        (ec ? std::string() : " (" + std::to_string(size >> 20) + " MiB)"));
   }
 }
 

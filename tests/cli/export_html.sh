@@ -3,7 +3,7 @@
 # the page loads from file:// with no console error and asks the network for nothing, the
 # charts draw (uPlot canvases with the series' colours in their pixels), the step table has
 # every step, hostile step names stay text, a 100k-sample series keeps its one-sample spike,
-# and two runs overlay. Every browser run is bounded (60 s) and uses a fresh profile.
+# two runs overlay, and each memory series' peak label names the run's peak of its metric. Every browser run is bounded (60 s) and uses a fresh profile.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
@@ -41,6 +41,10 @@ checks='(async () => {
     run_labels: JSON.parse(document.getElementById("genscope-data").textContent).runs.map(r => r.label),
     empty_names: [...document.querySelectorAll("#lora h3, #lora p")].filter(e =>
       /^File [;,]|^File $|^\s*in /.test(e.textContent)).map(e => e.textContent),
+    // The peak labels each chart drew (series label, value, step, how its time is known).
+    peak_labels: plots.map(p => ({chart: p.root.closest("[id^=chart-]").id,
+      labels: JSON.parse(p.root.dataset.peakLabels || "[]").map(l =>
+        Object.assign(l, {series_label: p.series[l.series].label}))})),
     scripts: document.scripts.length,
     clip: {x: box.x, y: box.y, width: box.width, height: box.height}};
 })()'
@@ -106,6 +110,62 @@ for section in ("timeline", "steps", "iterations", "tensors", "lora", "validatio
     assert section in c["sections"], (section, c["sections"])
 assert r["screenshot"]["color_pixels"]["#1f77b4"] > 100, r["screenshot"]
 PY
+# Every output names the same run peak: each memory series' label gives the highest step peak
+# of its metric in the document and the first step that reached it (as the console's "Peak"
+# lines do), even when that peak has no recorded time (a.json's GPU peaks: "time sampled").
+peaks_named() {  # peaks_named RESULT.json RUN.json... : the memory chart's labels vs the documents
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); docs = [json.load(open(f)) for f in sys.argv[2:]]
+memory = [c for c in r["checks"]["peak_labels"] if c["chart"] == "chart-memory"][0]["labels"]
+expected = []
+for i, d in enumerate(docs):
+    for metric in ("process.rss_bytes", "gpu0.used_bytes"):
+        best = None
+        for s in d["steps"]:
+            m = [m for m in s["metrics"] if m["name"] == metric]
+            if m and m[0]["peak"] is not None and (best is None or m[0]["peak"] > best[0]):
+                best = (m[0]["peak"], s["name"])
+        if best:
+            expected.append((i, metric, best))
+assert len(memory) == len(expected), (memory, expected)
+for l in memory:
+    label = l["series_label"]
+    run = 0 if len(docs) == 1 else "AB".index(label[-1])
+    metric = "process.rss_bytes" if label.startswith("RAM (process RSS)") else "gpu0.used_bytes"
+    value, step = [b for i, m, b in expected if i == run and m == metric][0]
+    assert l["value"] == value and l["step"] == step, (l, value, step)
+    assert l["text"].startswith("peak ") and "(" + step in l["text"], l
+    print("peak label:", label, "|", l["text"].replace("\n", " "), "| time", l["time"])
+PY
+}
+peaks_named "$tmp/two.result.json" "$tmp/a.json" "$tmp/b.json" || fail "peak labels (two runs)"
+grep -q "time sampled" <<<"$(peaks_named "$tmp/two.result.json" "$tmp/a.json" "$tmp/b.json")" ||
+  fail "no label of a peak whose time is sampled"
+# The run's highest RSS peak without any time (no recorded time, no sample inside its step):
+# the label still names it (drawn across its step), not a lower peak that has a time.
+/usr/bin/python3 - "$tmp/a.json" "$tmp/untimed.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+step = d["steps"][6]  # vae_decode, 1350..1470 ms
+rss = [m for m in step["metrics"] if m["name"] == "process.rss_bytes"][0]
+rss["peak"], rss["peak_offset_ns"] = 9.5e8, -1
+start, end = step["start_offset_ns"], step["start_offset_ns"] + step["duration_ns"]
+s = d["series"]
+keep = [k for k, t in enumerate(s["offset_ns"]) if not start <= t <= end]
+s["offset_ns"] = [s["offset_ns"][k] for k in keep]
+s["values"] = [[col[k] for k in keep] for col in s["values"]]
+s["samples_taken"] = s["capacity"] = len(keep)
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$GENSCOPE" report "$tmp/untimed.json" --html "$tmp/untimed.html" > /dev/null
+"$GENSCOPE" report "$tmp/untimed.json" --plain | grep -q "Peak RAM (process RSS): 906 MiB in decode" ||
+  fail "console: $("$GENSCOPE" report "$tmp/untimed.json" --plain | grep "Peak RAM")"
+page "$tmp/untimed.html" "$tmp/untimed.result.json"
+untimed=$(peaks_named "$tmp/untimed.result.json" "$tmp/untimed.json") || fail "peak labels (untimed)"
+grep -q "RAM (process RSS) | peak 906 MiB (decode, .*time unknown) | time span" <<<"$untimed" ||
+  fail "untimed peak label: $untimed"
+echo "$untimed"
 grep -q "264 of 266" "$tmp/two.html" || fail "LoRA coverage"
 grep -q "71.5 / 100" "$tmp/two.html" || fail "validation score"
 grep -q "custom_thing" "$tmp/two.html" || fail "other attachments are listed"

@@ -27,7 +27,8 @@ std::optional<int> split_off_command(CLI::App& app, const std::string& subcomman
                                      char** argv, std::vector<std::string>& command);
 
 /// Parses argv with `app` and runs the chosen subcommand's callback: the process exit code
-/// (CLI11's for usage errors, 2 with "genscope: error [Name]: ..." for genscope::Error).
+/// (CLI11's for usage errors, 2 with "genscope: error [Name]: ..." for genscope::Error, and
+/// for std::bad_alloc as [OutOfMemory]). Arms the memory reserve (memory_reserve.hpp) first.
 int parse_and_run(CLI::App& app, CommandContext& context, int argc, char** argv);
 
 /// `genscope demo`'s one-line description (the subcommand lives in the genscope-demo program).

@@ -1,12 +1,15 @@
 // --html / --trace / --csv: the exports of finished runs (docs/report.md).
 #include "export_options.hpp"
 
+#include <new>
+
 #include "genscope/chrome_trace.hpp"
 #include "genscope/error.hpp"
 #include "genscope/csv_export.hpp"
 #include "genscope/html_report.hpp"
 #include "genscope/report.hpp"
 #include "genscope/run_json.hpp"
+#include "memory_reserve.hpp"
 
 namespace genscope::cli {
 
@@ -21,10 +24,16 @@ void add_export_options(CLI::App& command, ExportOptions& options) {
 void write_exports(std::span<const Run> runs, const ExportOptions& options, std::ostream& out) {
   // Each export on its own: one that cannot be written is named, the others are still written.
   std::string failures;
+  bool out_of_memory = false;
   auto attempt = [&](const char* what, const std::string& path, auto&& write) {
     if (path.empty()) return;
     try {
       write();
+    } catch (const std::bad_alloc&) {  // what it built is freed: the next export may fit
+      out_of_memory = true;
+      arm_memory_reserve();
+      failures += std::string(failures.empty() ? "" : "; ") + what + " " + path +
+                  ": [OutOfMemory] not enough memory to render it";
     } catch (const Error& e) {
       failures += std::string(failures.empty() ? "" : "; ") + what + " " + path + ": [" + e.name() +
                   "] " + e.what();
@@ -49,7 +58,9 @@ void write_exports(std::span<const Run> runs, const ExportOptions& options, std:
     write_csv_export(runs, options.csv);
     out << "csv: " << options.csv << "/steps.csv, " << options.csv << "/series.csv\n";
   });
-  if (!failures.empty()) throw Error("WriteFailed", "not written: " + failures);
+  if (!failures.empty()) {
+    throw Error(out_of_memory ? "OutOfMemory" : "WriteFailed", "not written: " + failures);
+  }
 }
 
 }  // namespace genscope::cli

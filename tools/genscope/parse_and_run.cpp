@@ -1,11 +1,13 @@
 // Parsing a command line and running its subcommand, with genscope's error reporting: shared
 // by the genscope program and genscope-demo.
 #include <iostream>
+#include <new>
 #include <optional>
 #include <string_view>
 
 #include "command.hpp"
 #include "genscope/error.hpp"
+#include "memory_reserve.hpp"
 
 namespace genscope::cli {
 
@@ -44,10 +46,14 @@ std::optional<int> split_off_command(CLI::App& app, const std::string& subcomman
 }
 
 int parse_and_run(CLI::App& app, CommandContext& context, int argc, char** argv) {
+  arm_memory_reserve();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const std::bad_alloc&) {  // wherever it happened: reading, rendering, exporting
+    std::cerr << "genscope: error [OutOfMemory]: " << kOutOfMemoryMessage << "\n";
+    return 2;
   } catch (const genscope::Error& e) {
     std::cerr << "genscope: error [" << e.name() << "]: " << e.what() << "\n";
     return 2;
