@@ -132,7 +132,7 @@ def attachment(step, name):
     return next((a["data"] for a in step["attachments"] if a["name"] == name), None)
 
 
-def check_copy(fam, pipe, inst, run):
+def check_copy(fam, pipe, inst):
     """copy.deepcopy of the instrumented scheduler inside the block: a plain, independent one."""
     sched = pipe.scheduler
     before = (sched.step_index, len(getattr(sched, "timesteps", [])))
@@ -151,7 +151,6 @@ def check_copy(fam, pipe, inst, run):
           dup.step_index == 1 and inst.hook_errors == errors_before,
           f"{fam.name}: stepping the copy leaves the original scheduler untouched",
           (before, sched.step_index, dup.step_index, inst.hook_errors))
-    return run
 
 
 def run_family(fam, steps):
@@ -162,7 +161,7 @@ def run_family(fam, steps):
     with gt.instrument(pipe, run, family=fam.family) as inst:
         out = generate(pipe, fam, steps)
         if fam.name in ("flux-dev", "wan2.2-a14b"):
-            check_copy(fam, pipe, inst, run)
+            check_copy(fam, pipe, inst)
     doc = run.finish()
     n = fam.name
     check(torch.equal(plain, out), f"{n}: output bit-identical with and without instrument",
@@ -225,9 +224,9 @@ def table(rows, steps):
             continue
         lines.append(
             f"| {r['family']} | {r['text_encoding']} text_encoding, sampling, vae_decode | "
-            f"{r.get('iterations')} of {steps} | {r.get('model_calls', 0):g}"
+            f"{r.get('iterations')} of {steps} | {r.get('model_calls') or 0:g}"
             f"{' (' + r['experts'] + ')' if 'experts' in r else ''} | "
-            f"{r.get('evaluations_per_step', 0):g} | {r.get('conditioning')} | {r.get('classified')} | "
+            f"{r.get('evaluations_per_step') or 0:g} | {r.get('conditioning')} | {r.get('classified')} | "
             f"{r['checks']} | "
             f"{r['verdict']} |")
     return "\n".join(lines)
