@@ -19,6 +19,7 @@ and latent layouts. For each family:
 - the conditioning the denoiser receives is analysed, and every family check (declared family)
   passes: conditioning width / tokens, pooled width, latent layout;
 - instrument's hook_errors == 0 and the run has no monitoring_errors;
+- Flux.1-dev declared SD3.5: the pooled width (768, not 2048) and latent family checks fail;
 - Flux.1-dev and Wan 2.2: copy.deepcopy of the instrumented scheduler inside the block is a
   plain scheduler (no genscope wrapper), and stepping the copy leaves the original and the run
   untouched;
@@ -209,6 +210,16 @@ def run_family(fam, steps):
     check(checks and not failed, f"{n} declared {fam.family}: every family check passes", failed)
     check(inst.hook_errors == 0 and doc["monitoring_errors"] == [],
           f"{n}: hook_errors == 0, no monitoring errors", (inst.hook_errors, doc["monitoring_errors"]))
+    if n == "flux-dev":  # the checks can fail: the same pipeline declared SD3.5
+        wrong = genscope.Monitor(nvml=False).start_run(pipeline="diffusers", model=n)
+        with gt.instrument(pipe, wrong, family="sd3.5"):
+            generate(pipe, fam, 1)
+        failed_wrong = {(c[1], c[3]) for c in checks_of(wrong.finish()) if not c[4]}
+        want_failed = {("pooled (denoiser input)", "conditioning_width"),
+                       ("latents (first iteration)", "latent_family")}
+        check(want_failed <= failed_wrong,
+              f"{n} declared sd3.5: the pooled width and latent family checks fail",
+              sorted(failed_wrong))
     row["seconds"] = time.perf_counter() - started
     return row
 
