@@ -57,7 +57,7 @@ ConditioningClassification classify_conditioning(
 
 /// Latent tensor layouts.
 enum class LatentLayout { kUnknown, kImage, kVideo, kPacked };
-/// "image (B,C,H,W)", "video (B,C,T,H,W)", "packed (B,N,64)", "unknown".
+/// "image (B,C,H,W)", "video (B,C,T,H,W)", "packed tokens (B,N,C)", "unknown".
 std::string_view layout_name(LatentLayout layout) noexcept;
 
 /// Size of the pixel-space source (0 = unknown).
@@ -78,7 +78,7 @@ struct ValidationCheck {
 struct LatentClassification {
   LatentLayout layout = LatentLayout::kUnknown;  ///< From the rank (and last dim for packed).
   std::int64_t batch = 0;     ///< B.
-  std::int64_t channels = 0;  ///< C (64 for packed tokens).
+  std::int64_t channels = 0;  ///< C (packed tokens: 64 for Flux/Qwen-Image, 128 for LTX).
   std::int64_t frames = 0;    ///< Latent frames T (video only).
   std::int64_t height = 0;    ///< Latent h (image/video).
   std::int64_t width = 0;     ///< Latent w (image/video).

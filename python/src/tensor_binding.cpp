@@ -15,26 +15,32 @@
 namespace genscope::python {
 namespace {
 
+// By the dtype's type number (PyArray_Descr.type_num), not its kind and itemsize: NumPy 2
+// moved `elsize` in PyArray_Descr, and pybind11 before 2.12 (Debian 12 has 2.10) reads it at
+// NumPy 1's offset, so itemsize() is garbage under NumPy 2 and every float32 array was
+// "unsupported". type_num (like kind and byteorder) sits before the fields NumPy 2 moved, and
+// the numbers are the same in both: BOOL 0, BYTE 1, UBYTE 2, SHORT 3, USHORT 4, INT 5, UINT 6,
+// LONG 7, ULONG 8, LONGLONG 9, ULONGLONG 10, FLOAT 11, DOUBLE 12, HALF 23.
 std::optional<DType> numpy_dtype(const py::dtype& dt) {
-  const char kind = dt.kind();
-  const auto size = dt.itemsize();
-  if (kind == 'f') {
-    if (size == 8) return DType::kF64;
-    if (size == 4) return DType::kF32;
-    if (size == 2) return DType::kF16;
-  } else if (kind == 'i') {
-    if (size == 8) return DType::kI64;
-    if (size == 4) return DType::kI32;
-    if (size == 2) return DType::kI16;
-    if (size == 1) return DType::kI8;
-  } else if (kind == 'u') {
-    if (size == 8) return DType::kU64;
-    if (size == 4) return DType::kU32;
-    if (size == 2) return DType::kU16;
-    if (size == 1) return DType::kU8;
-  } else if (kind == 'b') {
-    return DType::kBool;
-  } else if (std::string(py::str(dt.attr("name"))) == "bfloat16") {
+  constexpr bool kLong64 = sizeof(long) == 8;
+  switch (dt.num()) {
+    case 0: return DType::kBool;
+    case 1: return DType::kI8;
+    case 2: return DType::kU8;
+    case 3: return DType::kI16;
+    case 4: return DType::kU16;
+    case 5: return DType::kI32;
+    case 6: return DType::kU32;
+    case 7: return kLong64 ? DType::kI64 : DType::kI32;
+    case 8: return kLong64 ? DType::kU64 : DType::kU32;
+    case 9: return DType::kI64;
+    case 10: return DType::kU64;
+    case 11: return DType::kF32;
+    case 12: return DType::kF64;
+    case 23: return DType::kF16;
+    default: break;
+  }
+  if (std::string(py::str(dt.attr("name"))) == "bfloat16") {
     return DType::kBF16;  // ml_dtypes
   }
   return std::nullopt;

@@ -19,7 +19,9 @@ struct FamilyInfo {
   int latent_channels;
   int spatial_factor;
   int temporal_factor;        // 0 = image VAE, 1 = single-frame 5-D, 4 or 8 = causal video
-  bool packed;                // transformer sees (B, N, 64) 2x2-packed tokens
+  int packed_width;           // the transformer sees (B, N, packed_width) tokens: 64 = 2x2
+                              // patches of 16 channels (Flux, Qwen-Image), 128 = LTX's 1x1x1
+                              // patches of 128 channels; 0 = latents stay (B,C,H,W)/(B,C,T,H,W)
   double scale;               // scaling factor (0 = per-channel mean/std normalisation)
 };
 

@@ -12,6 +12,11 @@ namespace {
 
 bool is_video_family(const detail::FamilyInfo& f) { return f.temporal_factor != 0; }
 
+// The side of a packed token's patch in latent pixels: 2 when 64 = 16 channels x 2 x 2.
+int packed_patch(const detail::FamilyInfo& f) {
+  return f.packed_width == 4 * f.latent_channels ? 2 : 1;
+}
+
 std::string fmt_ratio(double r) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", r);
@@ -26,9 +31,15 @@ bool check_size(const detail::FamilyInfo& f, const LatentClassification& c,
   std::string expected;
   bool ok = true;
   if (c.layout == LatentLayout::kPacked) {
-    const std::int64_t n = (src.height / 16) * (src.width / 16);
+    // Patches of p x p latent pixels: 2 for Flux/Qwen-Image (64 = 16 channels x 2 x 2), 1 for
+    // LTX (128 channels); LTX's tokens also run over the latent frames.
+    const int f_px = f.spatial_factor * packed_patch(f);
+    const bool frames = f.temporal_factor > 1 && src.frames > 0;
+    const std::int64_t t = frames ? expected_latent_frames(f.family, src.frames) : 1;
+    const std::int64_t n = t * (src.height / f_px) * (src.width / f_px);
     ok = c.tokens == n;
-    expected = std::to_string(n) + " tokens ((H/16)(W/16))";
+    expected = std::to_string(n) + " tokens (" + (frames ? std::to_string(t) + " latent frames x " : "") +
+               "(H/" + std::to_string(f_px) + ")(W/" + std::to_string(f_px) + "))";
   } else {
     ok = c.height == h && c.width == w;
     expected = std::to_string(h) + "x" + std::to_string(w) + " (H/" +
@@ -50,7 +61,7 @@ std::string_view layout_name(LatentLayout layout) noexcept {
   switch (layout) {
     case LatentLayout::kImage: return "image (B,C,H,W)";
     case LatentLayout::kVideo: return "video (B,C,T,H,W)";
-    case LatentLayout::kPacked: return "packed (B,N,64)";
+    case LatentLayout::kPacked: return "packed tokens (B,N,C)";
     case LatentLayout::kUnknown: break;
   }
   return "unknown";
@@ -81,18 +92,22 @@ LatentClassification classify_latent(std::span<const std::int64_t> shape,
     c.layout = LatentLayout::kVideo;
     c.batch = shape[0], c.channels = shape[1], c.frames = shape[2];
     c.height = shape[3], c.width = shape[4];
-  } else if (shape.size() == 3 && shape[2] == 64) {
+  } else if (shape.size() == 3 && (shape[2] == 64 || shape[2] == 128)) {
     c.layout = LatentLayout::kPacked;
-    c.batch = shape[0], c.tokens = shape[1], c.channels = 64;
+    c.batch = shape[0], c.tokens = shape[1], c.channels = shape[2];
   } else {
     c.notes.push_back("rank " + std::to_string(shape.size()) +
-                      " is not (B,C,H,W), (B,C,T,H,W) or (B,N,64)");
+                      " is not (B,C,H,W), (B,C,T,H,W) or packed tokens (B,N,64) / (B,N,128)");
     return c;
   }
   for (const detail::FamilyInfo& f : detail::family_table()) {
     if (f.family == ModelFamily::kSDXLRefiner) continue;  // same VAE as SDXL
     if (c.layout == LatentLayout::kPacked) {
-      if (f.packed) c.candidates.push_back({f.family, "2x2-packed 16-channel tokens"});
+      if (f.packed_width == c.channels) {
+        c.candidates.push_back({f.family, packed_patch(f) == 2
+                                              ? "2x2-packed 16-channel tokens"
+                                              : "128-channel tokens (1x1x1 patches)"});
+      }
       continue;
     }
     if (f.latent_channels != c.channels) continue;
@@ -116,9 +131,16 @@ LatentClassification classify_latent(std::span<const std::int64_t> shape,
   }
   if (source.height > 0 && source.width > 0) {
     const double pixels = static_cast<double>(source.height) * static_cast<double>(source.width);
-    const double latent_pixels = c.layout == LatentLayout::kPacked
-                                     ? 4.0 * static_cast<double>(c.tokens)
-                                     : static_cast<double>(c.height) * static_cast<double>(c.width);
+    // Packed: latent pixels per frame = tokens x patch area (/ latent frames for LTX's).
+    double latent_pixels = static_cast<double>(c.height) * static_cast<double>(c.width);
+    if (c.layout == LatentLayout::kPacked) {
+      latent_pixels = c.channels == 64 ? 4.0 * static_cast<double>(c.tokens)
+                                       : static_cast<double>(c.tokens);
+      if (c.channels == 128 && source.frames > 0) {
+        latent_pixels /= static_cast<double>(expected_latent_frames(ModelFamily::kLtxVideo,
+                                                                    source.frames));
+      }
+    }
     if (latent_pixels > 0) c.spatial_ratio = pixels / latent_pixels;
     std::vector<FamilyCandidate> fitting;
     std::vector<ValidationCheck> checks;

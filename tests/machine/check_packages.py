@@ -41,6 +41,7 @@ OPTIONAL_MODULES = {
     "transformers": "peer tests only (tests/peers, run by scripts/peers in their own venvs)",
     "safetensors": "peer tests only (tests/peers, run by scripts/peers in their own venvs)",
     "accelerate": "peer tests only (tests/peers, run by scripts/peers in their own venvs)",
+    "tokenizers": "peer tests only (tests/peers, run by scripts/peers in their own venvs)",
     "stable_diffusion_cpp": "peer tests only (tests/peers, run by scripts/peers in their own venvs)",
     "comfy": "ComfyUI's own modules: tests that need them take GENSCOPE_COMFYUI_DIR and skip without it",
     "comfy_execution": "ComfyUI's own modules: tests that need them take GENSCOPE_COMFYUI_DIR",

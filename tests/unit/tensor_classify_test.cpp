@@ -127,6 +127,23 @@ TEST(ClassifyLatent, SourceSizeRatiosAndTemporalRules) {
   auto flux = classify_latent(Shape{1, 4096, 64}, {.height = 1024, .width = 1024});
   EXPECT_DOUBLE_EQ(flux.spatial_ratio, 64.0);
   EXPECT_TRUE(flux.checks[0].passed);
+  // LTX-Video as its diffusers transformer sees it: (B, N, 128) tokens of 1x1x1 patches over
+  // the latent frames. 512x704, 121 frames -> 16 x 16 x 22 = 5632 tokens; 1024 pixels each.
+  auto ltx_tokens = classify_latent(Shape{1, 5632, 128}, {.height = 512, .width = 704, .frames = 121});
+  EXPECT_EQ(ltx_tokens.layout, LatentLayout::kPacked);
+  EXPECT_EQ(ltx_tokens.channels, 128);
+  EXPECT_EQ(families(ltx_tokens.candidates), std::set<F>{F::kLtxVideo});
+  ASSERT_EQ(ltx_tokens.checks.size(), 1u);
+  EXPECT_TRUE(ltx_tokens.checks[0].passed) << ltx_tokens.checks[0].reason;
+  EXPECT_DOUBLE_EQ(ltx_tokens.spatial_ratio, 1024.0);
+  // One latent frame short: the size check fails.
+  auto ltx_short = classify_latent(Shape{1, 5280, 128}, {.height = 512, .width = 704, .frames = 121});
+  ASSERT_EQ(ltx_short.checks.size(), 1u);
+  EXPECT_FALSE(ltx_short.checks[0].passed);
+  // 128-wide tokens are LTX's only; 64-wide ones are never LTX.
+  EXPECT_EQ(families(classify_latent(Shape{1, 8, 128}).candidates), std::set<F>{F::kLtxVideo});
+  EXPECT_EQ(families(classify_latent(Shape{1, 8, 64}).candidates),
+            (std::set<F>{F::kFlux1Dev, F::kFlux1Schnell, F::kQwenImage}));
   auto sdxl = classify_latent(Shape{1, 4, 128, 128}, {.height = 1024, .width = 1024});
   EXPECT_EQ(sdxl.candidates.size(), 3u);
   auto wrong = classify_latent(Shape{1, 4, 128, 128}, {.height = 512, .width = 512});

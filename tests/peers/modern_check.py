@@ -1,0 +1,280 @@
+"""genscope.torch.instrument on today's diffusers (issue 26), checked family by family.
+
+Run by tests/peers/modern_diffusers.sh with the venv of tests/peers/requirements-modern.txt and
+PYTHONPATH=<build>/python:
+
+    modern_check.py [--table FILE] [--steps N] [--only NAME[,NAME...]]
+
+The pipelines (modern_pipelines.py) are the real FluxPipeline, WanPipeline, StableDiffusion3Pipeline,
+QwenImagePipeline, LTXPipeline and HunyuanVideoPipeline, tiny, with the real conditioning widths
+and latent layouts. For each family:
+- the output (images or video frames, output_type="pt", a fixed generator) is bit-identical with
+  and without instrument (torch.equal);
+- the steps: one text_encoding step per encoder call (prompt, and negative prompt where the
+  pipeline encodes one), then one sampling step, then vae_decode;
+- sampling: iterations == num_inference_steps, scheduler_steps == iterations, model_calls and
+  model_evaluations per step as the pipeline's guidance makes them (Flux true CFG, Wan and
+  Qwen-Image: two calls of batch 1; SD3 and LTX: one call of batch 2; Flux guidance-distilled
+  and HunyuanVideo: one call of batch 1);
+- the conditioning the denoiser receives is analysed, and every family check (declared family)
+  passes: conditioning width / tokens, pooled width, latent layout;
+- instrument's hook_errors == 0 and the run has no monitoring_errors;
+- Flux.1-dev declared SD3.5: the pooled width (768, not 2048) and latent family checks fail;
+- Flux.1-dev and Wan 2.2: copy.deepcopy of the instrumented scheduler inside the block is a
+  plain scheduler (no genscope wrapper), and stepping the copy leaves the original and the run
+  untouched;
+- Wan 2.2 A14B: both experts hooked, model_calls.transformer and model_calls.transformer_2 on
+  the sampling step, adding up to model_calls.
+
+Each check prints "ok  <what>" or "FAIL <what>: <why>"; the exit status is 1 when one failed.
+The table (family x steps, iterations, evaluations per step, conditioning seen, verdict) is
+printed at the end, and written to FILE with --table.
+"""
+import argparse
+import copy
+import sys
+import time
+
+import torch
+
+import genscope
+import genscope.torch as gt
+import modern_pipelines as pipelines
+
+FAILED = []
+
+
+def check(ok, what, why=""):
+    print(("ok   " if ok else "FAIL ") + what + ("" if ok else f": {why}"), flush=True)
+    if not ok:
+        FAILED.append(what)
+    return ok
+
+
+class Family:
+    def __init__(self, name, build, family, call, encoders, calls_per_step, evaluations_per_step):
+        self.name = name
+        self.build = build  # () -> pipeline
+        self.family = family  # genscope family id
+        self.call = call  # the pipeline's arguments (steps added)
+        self.encoders = encoders  # expected text_encoding step names, in order
+        self.calls_per_step = calls_per_step
+        self.evaluations_per_step = evaluations_per_step
+
+
+NEG = "blurry"
+CLIP_T5 = ["text_encoder (prompt)", "text_encoder_2 (prompt)"]
+FAMILIES = [
+    Family("flux-dev", pipelines.flux, "flux-dev",
+           dict(prompt="a photo of a cat", height=64, width=64, guidance_scale=3.5),
+           CLIP_T5, 1, 1),
+    Family("flux-dev-true-cfg", pipelines.flux, "flux-dev",
+           dict(prompt="a photo of a cat", negative_prompt=NEG, true_cfg_scale=4.0, height=64,
+                width=64, guidance_scale=3.5),
+           CLIP_T5 + ["text_encoder (negative)", "text_encoder_2 (negative)"], 2, 2),
+    Family("wan2.1", pipelines.wan, "wan2.1",
+           dict(prompt="a cat walking", negative_prompt=NEG, height=32, width=32, num_frames=9,
+                guidance_scale=5.0),
+           ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2),
+    Family("wan2.2-a14b", lambda: pipelines.wan(a14b=True), "wan-a14b",
+           dict(prompt="a cat walking", negative_prompt=NEG, height=32, width=32, num_frames=9,
+                guidance_scale=4.0, guidance_scale_2=3.0),
+           ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2),
+    Family("sd3.5", pipelines.sd35, "sd3.5",
+           dict(prompt="a photo of a cat", negative_prompt=NEG, height=64, width=64,
+                guidance_scale=5.0),
+           ["text_encoder (prompt)", "text_encoder_2 (prompt)", "text_encoder_3 (prompt)",
+            "text_encoder (negative)", "text_encoder_2 (negative)", "text_encoder_3 (negative)"],
+           1, 2),
+    Family("flux-schnell", lambda: pipelines.flux(schnell=True), "flux-schnell",
+           dict(prompt="a photo of a cat", height=64, width=64, guidance_scale=0.0,
+                max_sequence_length=256),
+           CLIP_T5, 1, 1),
+    Family("qwen-image", pipelines.qwen_image, "qwen-image",
+           dict(prompt="a photo of a cat", negative_prompt=NEG, true_cfg_scale=4.0, height=64,
+                width=64),
+           ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2),
+    Family("ltx-video", pipelines.ltx, "ltx",
+           dict(prompt="a cat walking", negative_prompt=NEG, height=64, width=64, num_frames=9,
+                guidance_scale=3.0),
+           ["text_encoder (prompt)", "text_encoder (negative)"], 1, 2),
+    Family("hunyuan-video", pipelines.hunyuan_video, "hunyuanvideo",
+           dict(prompt="a cat walking", height=32, width=32, num_frames=5, guidance_scale=6.0),
+           ["text_encoder (prompt)", "text_encoder_2 (prompt)"], 1, 1),
+]
+
+
+def generate(pipe, fam, steps):
+    out = pipe(**fam.call, num_inference_steps=steps, generator=torch.Generator().manual_seed(42),
+               output_type="pt")
+    frames = getattr(out, "frames", None)
+    return frames if frames is not None else out.images
+
+
+def checks_of(doc):
+    """(step name, analysis, shape, check name, passed, reason) of every family check."""
+    out = []
+    for s in doc["steps"]:
+        for a in s["attachments"]:
+            data = a["data"] if isinstance(a["data"], dict) else {}
+            for c in data.get("checks") or []:
+                out.append((s["name"], a["name"], data.get("shape"), c["name"], c["passed"],
+                            c.get("reason", "")))
+    return out
+
+
+def candidates(analysis):
+    """The families genscope's classification names for an analysis (no family declared)."""
+    c = (analysis or {}).get("classification") or {}
+    return " / ".join(x["family"] for x in c.get("candidates") or []) or "none"
+
+
+def attachment(step, name):
+    return next((a["data"] for a in step["attachments"] if a["name"] == name), None)
+
+
+def check_copy(fam, pipe, inst):
+    """copy.deepcopy of the instrumented scheduler inside the block: a plain, independent one."""
+    sched = pipe.scheduler
+    before = (sched.step_index, len(getattr(sched, "timesteps", [])))
+    errors_before = inst.hook_errors
+    dup = copy.deepcopy(sched)
+    wrapped = [a for a in ("step", "set_timesteps", "__getstate__") if a in vars(dup)]
+    check(not wrapped, f"{fam.name}: deepcopy of the instrumented scheduler carries no wrapper",
+          wrapped)
+    check("step" in vars(sched), f"{fam.name}: the original scheduler stays instrumented",
+          sorted(vars(sched)))
+    dynamic = getattr(dup.config, "use_dynamic_shifting", False)
+    dup.set_timesteps(2, **({"mu": 1.0} if dynamic else {}))
+    sample = torch.zeros(1, 4, 4)
+    dup.step(torch.ones_like(sample), dup.timesteps[0], sample)
+    check((sched.step_index, len(getattr(sched, "timesteps", []))) == before and
+          dup.step_index == 1 and inst.hook_errors == errors_before,
+          f"{fam.name}: stepping the copy leaves the original scheduler untouched",
+          (before, sched.step_index, dup.step_index, inst.hook_errors))
+
+
+def run_family(fam, steps):
+    started = time.perf_counter()
+    pipe = fam.build()
+    plain = generate(pipe, fam, steps)
+    run = genscope.Monitor(nvml=False).start_run(pipeline="diffusers", model=fam.name)
+    with gt.instrument(pipe, run, family=fam.family) as inst:
+        out = generate(pipe, fam, steps)
+        if fam.name in ("flux-dev", "wan2.2-a14b"):
+            check_copy(fam, pipe, inst)
+    doc = run.finish()
+    n = fam.name
+    check(torch.equal(plain, out), f"{n}: output bit-identical with and without instrument",
+          f"max |diff| {float((plain - out).abs().max())}")
+    steps_seen = [(s["kind"], s["name"]) for s in doc["steps"]]
+    denoisers = ", ".join(d for d in ("transformer", "transformer_2") if getattr(pipe, d, None) is not None)
+    want = [("text_encoding", e) for e in fam.encoders] + [
+        ("sampling", f"denoise ({denoisers})"), ("vae_decode", "vae.decode")]
+    check(steps_seen == want, f"{n}: steps {[s[1] for s in want]}", steps_seen)
+    sampling = [s for s in doc["steps"] if s["kind"] == "sampling"]
+    row = {"family": n, "steps": ", ".join(f"{k}:{name}" for k, name in steps_seen),
+           "text_encoding": sum(k == "text_encoding" for k, _ in steps_seen)}
+    if sampling:
+        s = sampling[0]
+        c = s["counters"]
+        iterations = s["iterations"]["count"] if s.get("iterations") else 0
+        row.update(iterations=iterations, model_calls=c.get("model_calls"),
+                   evaluations_per_step=(c.get("model_evaluations") or 0) / max(iterations, 1))
+        check(iterations == steps and c.get("scheduler_steps") == steps,
+              f"{n}: {steps} iterations, {steps} scheduler steps", (iterations, c))
+        check(c.get("model_calls") == steps * fam.calls_per_step and
+              c.get("model_evaluations") == steps * fam.evaluations_per_step,
+              f"{n}: {fam.calls_per_step} model call(s) and {fam.evaluations_per_step} "
+              f"evaluation(s) per step", c)
+        received = attachment(s, "conditioning (denoiser input)")
+        pooled = attachment(s, "pooled (denoiser input)")
+        row["conditioning"] = (("x".join(map(str, received["shape"])) if received else "none") +
+                               (" + pooled " + "x".join(map(str, pooled["shape"])) if pooled else ""))
+        check(received is not None, f"{n}: the denoiser's conditioning analysed", s["attachments"])
+        latent = attachment(s, "latents (first iteration)")
+        row["classified"] = "context: {}; latents {}: {}".format(
+            candidates(received), "x".join(map(str, latent["shape"])) if latent else "none",
+            candidates(latent))
+        if n == "wan2.2-a14b":
+            labels = s["labels"]
+            a, b = int(labels.get("model_calls.transformer", -1)), int(labels.get("model_calls.transformer_2", -1))
+            row["experts"] = f"transformer {a}, transformer_2 {b}"
+            check(a > 0 and b > 0 and a + b == c.get("model_calls"),
+                  f"{n}: both experts hooked (model_calls.transformer + model_calls.transformer_2 "
+                  "= model_calls)", labels)
+    checks = checks_of(doc)
+    failed = [f"{c[1]} {c[2]}: {c[3]} ({c[5]})" for c in checks if not c[4]]
+    row["checks"] = f"{sum(c[4] for c in checks)}/{len(checks)} passed"
+    row["verdict"] = "all pass" if checks and not failed else ("; ".join(failed) or "no checks")
+    check(checks and not failed, f"{n} declared {fam.family}: every family check passes", failed)
+    check(inst.hook_errors == 0 and doc["monitoring_errors"] == [],
+          f"{n}: hook_errors == 0, no monitoring errors", (inst.hook_errors, doc["monitoring_errors"]))
+    if n == "flux-dev":  # the checks can fail: the same pipeline declared SD3.5
+        wrong = genscope.Monitor(nvml=False).start_run(pipeline="diffusers", model=n)
+        with gt.instrument(pipe, wrong, family="sd3.5"):
+            generate(pipe, fam, 1)
+        failed_wrong = {(c[1], c[3]) for c in checks_of(wrong.finish()) if not c[4]}
+        want_failed = {("pooled (denoiser input)", "conditioning_width"),
+                       ("latents (first iteration)", "latent_family")}
+        check(want_failed <= failed_wrong,
+              f"{n} declared sd3.5: the pooled width and latent family checks fail",
+              sorted(failed_wrong))
+    row["seconds"] = time.perf_counter() - started
+    return row
+
+
+def table(rows, steps):
+    head = ("| family | steps recorded | iterations | model calls | evaluations / step | "
+            "conditioning seen (denoiser input) | classified as (undeclared) | family checks | "
+            "verdict (family declared) |")
+    lines = [head, "|" + "---|" * 9]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['family']} | — | — | — | — | — | — | — | ERROR: {r['error']} |")
+            continue
+        lines.append(
+            f"| {r['family']} | {r['text_encoding']} text_encoding, sampling, vae_decode | "
+            f"{r.get('iterations')} of {steps} | {r.get('model_calls') or 0:g}"
+            f"{' (' + r['experts'] + ')' if 'experts' in r else ''} | "
+            f"{r.get('evaluations_per_step') or 0:g} | {r.get('conditioning')} | {r.get('classified')} | "
+            f"{r['checks']} | "
+            f"{r['verdict']} |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--table", help="write the markdown table here")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--only", help="comma-separated family names")
+    args = ap.parse_args()
+    import diffusers
+    import transformers
+    versions = (f"diffusers {diffusers.__version__}, transformers {transformers.__version__}, "
+                f"torch {torch.__version__}, CPU")
+    print(f"# {versions}", flush=True)
+    only = set(args.only.split(",")) if args.only else None
+    rows = []
+    for fam in FAMILIES:
+        if only and fam.name not in only:
+            continue
+        try:
+            rows.append(run_family(fam, args.steps))
+        except Exception as e:  # a pipeline that does not build or run: a failure, reported
+            import traceback
+            traceback.print_exc()
+            check(False, f"{fam.name}: the pipeline runs", f"{type(e).__name__}: {e}")
+            rows.append({"family": fam.name, "error": f"{type(e).__name__}: {str(e)[:200]}"})
+        print(f"# {fam.name}: {rows[-1].get('seconds', 0):.1f} s", flush=True)
+    text = f"Measured on {versions}, {args.steps} steps:\n\n" + table(rows, args.steps)
+    print(text)
+    if args.table:
+        with open(args.table, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    print(f"{len(FAILED)} check(s) failed" if FAILED else "all checks passed")
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

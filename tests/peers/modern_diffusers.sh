@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# genscope.torch.instrument on today's diffusers (issue 26): Flux.1-dev (with and without true
+# CFG), Wan 2.1, Wan 2.2 A14B, SD3.5, Flux.1-schnell, Qwen-Image, LTX-Video and HunyuanVideo,
+# tiny real pipelines built offline (tests/peers/modern_pipelines.py), checked by
+# tests/peers/modern_check.py.
+#
+#   tests/peers/modern_diffusers.sh [modern_check.py options, e.g. --table FILE --only wan2.1]
+#
+# The venv (tests/peers/requirements-modern.txt, from PyPI) is prepared once, under a flock, in
+# ${GENSCOPE_PEERS_CACHE:-~/.cache/genscope-peers}/modern-venv-<hash of the requirements>; a
+# later run reuses it. Environment: GENSCOPE_BUILD_DIR (default <repo>/build: its python/
+# folder holds the built module). Exit 77 (skipped) with a SKIP line when the module is not
+# built or the venv cannot be had (no Python 3.11, no PyPI); 0 when every check passes, 1
+# otherwise.
+set -euo pipefail
+skip() { echo "SKIP: $*"; exit 77; }
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${GENSCOPE_BUILD_DIR:-$ROOT/build}
+CACHE=${GENSCOPE_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/genscope-peers}
+REQ=$ROOT/tests/peers/requirements-modern.txt
+ls "$BUILD"/python/genscope/_genscope.cpython-311-*.so >/dev/null 2>&1 ||
+  skip "the Python module is not built for CPython 3.11 ($BUILD/python/genscope; build _genscope)"
+BASE=/usr/bin/python3
+"$BASE" -c 'import sys, venv; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null ||
+  skip "$BASE is not a Python 3.11 with venv (the module is built for CPython 3.11)"
+command -v flock >/dev/null || skip "flock (util-linux) not installed"
+mkdir -p "$CACHE"
+VENV=$CACHE/modern-venv-$(sha256sum "$REQ" | cut -c1-12)
+prepare() {
+  [ -f "$VENV/.ready" ] && return 0
+  rm -rf "$VENV"
+  "$BASE" -m venv "$VENV" &&
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$REQ" &&
+    touch "$VENV/.ready"
+}
+start=$(date +%s)
+if ! (flock 9; prepare) 9>"$CACHE/modern-venv.lock" >"$VENV.log" 2>&1; then
+  tail -n 5 "$VENV.log"
+  skip "could not prepare $VENV from PyPI (log: $VENV.log)"
+fi
+echo "venv: $VENV ($(($(date +%s) - start)) s to prepare or find)"
+export PYTHONPATH=$BUILD/python:$ROOT/tests/peers${PYTHONPATH:+:$PYTHONPATH}
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
+export TRANSFORMERS_VERBOSITY=error DIFFUSERS_VERBOSITY=error
+exec "$VENV/bin/python" -W ignore "$ROOT/tests/peers/modern_check.py" "$@"

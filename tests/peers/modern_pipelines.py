@@ -1,0 +1,257 @@
+"""Tiny real pipelines of today's diffusers (issue 26) for tests/peers/modern_check.py.
+
+Every class is the real one from the newest diffusers / transformers on PyPI
+(tests/peers/requirements-modern.txt): FluxPipeline, WanPipeline (Wan 2.1, and Wan 2.2 A14B
+with ``transformer_2`` and ``boundary_ratio``), StableDiffusion3Pipeline, QwenImagePipeline,
+LTXPipeline, HunyuanVideoPipeline, their transformers, VAEs and text encoders. Depth is one
+layer and the inner widths are a few channels, so a step takes well under a second on one
+core; the widths genscope's family checks read are the real ones: T5-XXL / umT5-XXL / Llama
+4096, CLIP-L 768 (pooled 768), CLIP-G 1280 (SD3's pooled 768 + 1280 = 2048), Qwen2.5-VL 3584,
+and the latent channels (16, LTX 128) and VAE factors (8 spatial; 4 temporal for Wan and
+HunyuanVideo; 32 x 8 for LTX). Weights are random with a fixed seed.
+
+No file comes from the hub: the tokenizers are built here with the ``tokenizers`` package, a
+byte-level BPE without merges (one token per byte) over GPT-2's byte alphabet plus each
+family's special tokens, with the post-processing of the real ones (CLIP: start and end
+token; T5: end token). Prompts therefore make more tokens than the real tokenizers would;
+padding to the pipelines' max lengths keeps the conditioning shapes the real ones.
+"""
+import torch
+
+SPECIALS = ["<pad>", "</s>", "<unk>", "<|startoftext|>", "<|endoftext|>", "<|im_start|>",
+            "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+            "<|eot_id|>"]
+
+
+def _byte_alphabet():
+    """GPT-2's table mapping the 256 bytes to printable characters."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    extra = [b for b in range(256) if b not in keep]
+    return [chr(b) for b in keep] + [chr(256 + i) for i in range(len(extra))]
+
+
+def make_tokenizer(kind, max_length):
+    """kind: "clip" (start + end token, padded with the end token), "t5" (end token, <pad>),
+    "qwen" (no special tokens added, padded with <|endoftext|>), "llama" (begin token)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate(SPECIALS + _byte_alphabet())}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(SPECIALS)
+    post = {"clip": ("<|startoftext|> $A <|endoftext|>", ["<|startoftext|>", "<|endoftext|>"]),
+            "t5": ("$A </s>", ["</s>"]), "llama": ("<|begin_of_text|> $A", ["<|begin_of_text|>"])}
+    if kind in post:
+        single, used = post[kind]
+        tok.post_processor = processors.TemplateProcessing(
+            single=single, special_tokens=[(t, vocab[t]) for t in used])
+    special = {
+        "clip": dict(bos_token="<|startoftext|>", eos_token="<|endoftext|>", pad_token="<|endoftext|>",
+                     unk_token="<unk>"),
+        "t5": dict(eos_token="</s>", pad_token="<pad>", unk_token="<unk>"),
+        "qwen": dict(eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="<unk>"),
+        "llama": dict(bos_token="<|begin_of_text|>", eos_token="<|eot_id|>", pad_token="<pad>",
+                      unk_token="<unk>"),
+    }[kind]
+    return PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=max_length,
+                                   padding_side="right", **special)
+
+
+def _vocab():
+    return len(SPECIALS) + 256
+
+
+def _clip(width, projection=None):
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
+
+    config = CLIPTextConfig(vocab_size=_vocab(), hidden_size=width, intermediate_size=16,
+                            num_hidden_layers=1, num_attention_heads=width // 64,
+                            max_position_embeddings=77, bos_token_id=3, eos_token_id=4,
+                            pad_token_id=4, projection_dim=projection or width)
+    return CLIPTextModelWithProjection(config) if projection else CLIPTextModel(config)
+
+
+def _t5(umt5=False):
+    """T5-XXL class encoder (d_model 4096), one layer."""
+    if umt5:
+        from transformers import UMT5Config as Config, UMT5EncoderModel as Model
+    else:
+        from transformers import T5Config as Config, T5EncoderModel as Model
+    config = Config(vocab_size=_vocab(), d_model=4096, d_kv=8, d_ff=16, num_layers=1, num_heads=2,
+                    relative_attention_num_buckets=8, pad_token_id=0, eos_token_id=1,
+                    decoder_start_token_id=0)
+    return Model(config)
+
+
+def _flow_scheduler(**kw):
+    from diffusers import FlowMatchEulerDiscreteScheduler
+
+    return FlowMatchEulerDiscreteScheduler(**kw)
+
+
+def _image_vae(scaling_factor, shift_factor):
+    """AutoencoderKL, 16 latent channels, 4 levels (spatial factor 8)."""
+    from diffusers import AutoencoderKL
+
+    return AutoencoderKL(
+        in_channels=3, out_channels=3, latent_channels=16, block_out_channels=(4, 4, 4, 4),
+        layers_per_block=1, norm_num_groups=2, down_block_types=("DownEncoderBlock2D",) * 4,
+        up_block_types=("UpDecoderBlock2D",) * 4, scaling_factor=scaling_factor,
+        shift_factor=shift_factor, use_quant_conv=False, use_post_quant_conv=False)
+
+
+def _done(pipe):
+    """Eval mode, as from_pretrained leaves them: a module built from a config is in training
+    mode, where T5's dropout (rate 0.1) draws from the global RNG and no two calls agree."""
+    for module in pipe.components.values():
+        if isinstance(module, torch.nn.Module):
+            module.eval()
+    pipe.set_progress_bar_config(disable=True)
+    return pipe
+
+
+def flux(schnell=False):
+    """FluxPipeline: CLIP-L pooled 768, T5-XXL 4096 x 512 (schnell: 256), packed 64-wide
+    latents; dev has the guidance embedding."""
+    from diffusers import FluxPipeline, FluxTransformer2DModel
+
+    torch.manual_seed(0)
+    transformer = FluxTransformer2DModel(
+        patch_size=1, in_channels=64, num_layers=1, num_single_layers=1, attention_head_dim=16,
+        num_attention_heads=2, joint_attention_dim=4096, pooled_projection_dim=768,
+        guidance_embeds=not schnell, axes_dims_rope=(4, 6, 6))
+    pipe = FluxPipeline(
+        scheduler=_flow_scheduler(shift=1.0 if schnell else 3.0, use_dynamic_shifting=not schnell),
+        vae=_image_vae(0.3611, 0.1159), text_encoder=_clip(768),
+        tokenizer=make_tokenizer("clip", 77), text_encoder_2=_t5(),
+        tokenizer_2=make_tokenizer("t5", 512), transformer=transformer)
+    return _done(pipe)
+
+
+def sd35():
+    """StableDiffusion3Pipeline: CLIP-L 768 + CLIP-G 1280 (pooled 2048), T5-XXL 4096; context
+    77 + 256 = 333 tokens."""
+    from diffusers import SD3Transformer2DModel, StableDiffusion3Pipeline
+
+    torch.manual_seed(0)
+    transformer = SD3Transformer2DModel(
+        sample_size=32, patch_size=2, in_channels=16, num_layers=2, attention_head_dim=16,
+        num_attention_heads=2, joint_attention_dim=4096, caption_projection_dim=32,
+        pooled_projection_dim=2048, out_channels=16, pos_embed_max_size=32,
+        dual_attention_layers=(0,), qk_norm="rms_norm")
+    pipe = StableDiffusion3Pipeline(
+        transformer=transformer, scheduler=_flow_scheduler(shift=3.0),
+        vae=_image_vae(1.5305, 0.0609), text_encoder=_clip(768, projection=768),
+        tokenizer=make_tokenizer("clip", 77), text_encoder_2=_clip(1280, projection=1280),
+        tokenizer_2=make_tokenizer("clip", 77), text_encoder_3=_t5(),
+        tokenizer_3=make_tokenizer("t5", 512))
+    return _done(pipe)
+
+
+def _wan_transformer():
+    from diffusers import WanTransformer3DModel
+
+    return WanTransformer3DModel(
+        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12, in_channels=16,
+        out_channels=16, text_dim=4096, freq_dim=256, ffn_dim=32, num_layers=1,
+        rope_max_seq_len=32)
+
+
+def wan(a14b=False):
+    """WanPipeline: umT5-XXL 4096 x 512, Wan VAE (16 channels, 8 spatial, 4 temporal). With
+    a14b: Wan 2.2 A14B's two experts (transformer for high noise, transformer_2 for low),
+    boundary_ratio 0.875."""
+    from diffusers import AutoencoderKLWan, WanPipeline
+
+    torch.manual_seed(0)
+    vae = AutoencoderKLWan(base_dim=3, z_dim=16, dim_mult=[1, 1, 1, 1], num_res_blocks=1,
+                           temperal_downsample=[False, True, True])
+    transformer = _wan_transformer()
+    extra = dict(transformer_2=_wan_transformer(), boundary_ratio=0.875) if a14b else {}
+    pipe = WanPipeline(tokenizer=make_tokenizer("t5", 512), text_encoder=_t5(umt5=True), vae=vae,
+                       scheduler=_flow_scheduler(shift=5.0 if not a14b else 12.0),
+                       transformer=transformer, **extra)
+    return _done(pipe)
+
+
+def qwen_image():
+    """QwenImagePipeline: Qwen2.5-VL hidden states 3584 (prompt template dropped), packed
+    64-wide latents, Qwen-Image VAE (16 channels, 8 spatial)."""
+    from diffusers import AutoencoderKLQwenImage, QwenImagePipeline, QwenImageTransformer2DModel
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+
+    torch.manual_seed(0)
+    text = dict(vocab_size=_vocab(), hidden_size=3584, intermediate_size=16, num_hidden_layers=1,
+                num_attention_heads=112, num_key_value_heads=1, max_position_embeddings=2048,
+                rope_scaling={"type": "mrope", "mrope_section": [4, 6, 6], "rope_type": "default"},
+                rope_theta=1000000.0)
+    config = Qwen2_5_VLConfig(
+        text_config=text, vision_config=dict(depth=1, hidden_size=16, intermediate_size=16,
+                                             num_heads=2, out_hidden_size=3584, patch_size=14,
+                                             spatial_merge_size=2, temporal_patch_size=2),
+        vocab_size=_vocab(), hidden_size=3584, image_token_id=_vocab() - 1,
+        video_token_id=_vocab() - 2, vision_start_token_id=_vocab() - 3)
+    text_encoder = Qwen2_5_VLForConditionalGeneration(config)
+    transformer = QwenImageTransformer2DModel(
+        patch_size=2, in_channels=64, out_channels=16, num_layers=1, attention_head_dim=16,
+        num_attention_heads=2, joint_attention_dim=3584, axes_dims_rope=(8, 4, 4))
+    vae = AutoencoderKLQwenImage(base_dim=4, z_dim=16, dim_mult=[1, 1, 1, 1], num_res_blocks=1,
+                                 temperal_downsample=[False, True, True])
+    pipe = QwenImagePipeline(scheduler=_flow_scheduler(shift=1.0, use_dynamic_shifting=True),
+                             vae=vae, text_encoder=text_encoder,
+                             tokenizer=make_tokenizer("qwen", 1024), transformer=transformer)
+    return _done(pipe)
+
+
+def ltx():
+    """LTXPipeline: T5-XXL 4096 x 128, LTX VAE (128 channels, 32 spatial, 8 temporal)."""
+    from diffusers import AutoencoderKLLTXVideo, LTXPipeline, LTXVideoTransformer3DModel
+
+    torch.manual_seed(0)
+    vae = AutoencoderKLLTXVideo(
+        in_channels=3, out_channels=3, latent_channels=128, block_out_channels=(8, 8, 8, 8),
+        decoder_block_out_channels=(8, 8, 8, 8), layers_per_block=(1, 1, 1, 1, 1),
+        decoder_layers_per_block=(1, 1, 1, 1, 1),
+        spatio_temporal_scaling=(True, True, True, False),
+        decoder_spatio_temporal_scaling=(True, True, True, False),
+        decoder_inject_noise=(False,) * 5, upsample_residual=(False,) * 4,
+        upsample_factor=(1,) * 4, timestep_conditioning=False, patch_size=4, patch_size_t=1,
+        encoder_causal=True, decoder_causal=False)
+    transformer = LTXVideoTransformer3DModel(
+        in_channels=128, out_channels=128, patch_size=1, patch_size_t=1, num_attention_heads=2,
+        attention_head_dim=8, cross_attention_dim=16, num_layers=1, caption_channels=4096)
+    pipe = LTXPipeline(scheduler=_flow_scheduler(shift=1.0, use_dynamic_shifting=True), vae=vae,
+                       text_encoder=_t5(), tokenizer=make_tokenizer("t5", 128),
+                       transformer=transformer)
+    return _done(pipe)
+
+
+def hunyuan_video():
+    """HunyuanVideoPipeline: Llama hidden states 4096 (template cropped), CLIP-L pooled 768,
+    Hunyuan VAE (16 channels, 8 spatial, 4 temporal)."""
+    from diffusers import (AutoencoderKLHunyuanVideo, HunyuanVideoPipeline,
+                           HunyuanVideoTransformer3DModel)
+    from transformers import LlamaConfig, LlamaModel
+
+    torch.manual_seed(0)
+    llama = LlamaModel(LlamaConfig(vocab_size=_vocab(), hidden_size=4096, intermediate_size=16,
+                                   num_hidden_layers=2, num_attention_heads=128,
+                                   num_key_value_heads=1, max_position_embeddings=4096,
+                                   bos_token_id=7, eos_token_id=10, pad_token_id=0))
+    transformer = HunyuanVideoTransformer3DModel(
+        in_channels=16, out_channels=16, num_attention_heads=2, attention_head_dim=12,
+        num_layers=1, num_single_layers=1, num_refiner_layers=1, patch_size=2, patch_size_t=1,
+        text_embed_dim=4096, pooled_projection_dim=768, rope_axes_dim=(4, 4, 4))
+    vae = AutoencoderKLHunyuanVideo(
+        in_channels=3, out_channels=3, latent_channels=16, block_out_channels=(4, 4, 4, 4),
+        layers_per_block=1, norm_num_groups=2,
+        down_block_types=("HunyuanVideoDownBlock3D",) * 4,
+        up_block_types=("HunyuanVideoUpBlock3D",) * 4, spatial_compression_ratio=8,
+        temporal_compression_ratio=4, mid_block_add_attention=False)
+    pipe = HunyuanVideoPipeline(
+        text_encoder=llama, tokenizer=make_tokenizer("llama", 4096), transformer=transformer,
+        vae=vae, scheduler=_flow_scheduler(shift=7.0), text_encoder_2=_clip(768),
+        tokenizer_2=make_tokenizer("clip", 77))
+    return _done(pipe)
