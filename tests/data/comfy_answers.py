@@ -62,7 +62,7 @@ def lora_loader(name, model, lora, shapes):
 
 def flux_to_diffusers(config):
     """comfy.utils.flux_to_diffusers(config): {diffusers name: key | (key, (dim, start, rows)) |
-    (key, None, function name)} in ComfyUI's order."""
+    (key, None, function name)}, by name."""
     name = json.dumps(config, sort_keys=True)
     pairs = _answer("flux_to_diffusers", name, config, lambda: live.flux_to_diffusers(config))
     out = {}

@@ -188,11 +188,13 @@ def lora_loader(models, lora):
 
 
 def flux_to_diffusers(config):
-    """comfy.utils.flux_to_diffusers(config) as a list of [diffusers name, target] in its order;
-    a target is a key, [key, [dim, start, rows]] or [key, null, function name]."""
+    """comfy.utils.flux_to_diffusers(config) as a list of [diffusers name, target] sorted by
+    name (ComfyUI adds part of the map from a set of tuples holding a function, whose order
+    changes from run to run even with a fixed hash seed); a target is a key,
+    [key, [dim, start, rows]] or [key, null, function name]."""
     start()
     out = []
-    for name, target in comfy.utils.flux_to_diffusers(config, output_prefix="").items():
+    for name, target in sorted(comfy.utils.flux_to_diffusers(config, output_prefix="").items()):
         if isinstance(target, tuple):
             extra = [getattr(target[2], "__name__", str(target[2]))] if len(target) > 2 else []
             target = [target[0], list(target[1]) if target[1] is not None else None] + extra

@@ -58,3 +58,9 @@ comfyui_env() {
     exit 1
   }
 }
+
+# Run on its own (scripts/peers runs every tests/peers/*.sh): not a test.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+  echo "SKIP: comfyui_env.sh is sourced by the ComfyUI peer tests, not a test itself"
+  exit 77
+fi
