@@ -139,7 +139,7 @@ TEST(EventCodec, EncodedLinesParseBack) {
   EXPECT_EQ(e.record.kind, StepKind::kVaeDecode);
   EXPECT_EQ(e.record.duration_ns, 5000);
 
-  Run run;
+  genscope::Run run;  // (qualified: inside a TEST, Run is testing::Test::Run)
   run.id = "ab12";
   run.pipeline.name = "t2i";
   run.pipeline.model = "sd15";
