@@ -17,7 +17,10 @@ namespace {
 
 std::optional<DType> numpy_dtype(const py::dtype& dt) {
   const char kind = dt.kind();
-  const auto size = dt.itemsize();
+  // Python's itemsize, not py::dtype::itemsize(): Debian 12's pybind11 (2.10) reads the
+  // descriptor's elsize field at its NumPy 1 offset, which NumPy 2 moved (float32 read as
+  // anything but 4 bytes: "dtype float32 is not supported", tests/peers/diffusers.sh).
+  const auto size = dt.attr("itemsize").cast<py::ssize_t>();
   if (kind == 'f') {
     if (size == 8) return DType::kF64;
     if (size == 4) return DType::kF32;
