@@ -16,6 +16,7 @@ the generation fails, as sd-cli does.
 import argparse
 import ctypes
 import inspect
+import os
 import sys
 
 import stable_diffusion_cpp as sdcpp
@@ -59,9 +60,18 @@ def main():
     try:
         sd = sdcpp.StableDiffusion(model_path=a.model, lora_model_dir=a.lora_model_dir,
                                    n_threads=a.threads, verbose=True)
+        failed = not sd._model.model  # noqa: SLF001 (see below)
     except ValueError as e:
         log(1, f"new_sd_ctx_t failed ({e})")
         return 1
+    if failed:
+        # The binding (0.4.7) checks new_sd_ctx's result with `is None`, which a NULL ctypes
+        # pointer is not, and its clean-up would free that NULL context: say what sd-cli says
+        # and leave at once, with sd-cli's status.
+        log(1, "new_sd_ctx_t failed")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
     images = sd.generate_image(prompt=a.prompt, width=a.width, height=a.height, sample_steps=a.steps,
                                seed=a.seed, sample_method=a.sampling_method)
     if not images:
