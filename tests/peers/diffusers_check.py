@@ -1,7 +1,7 @@
-"""genscope.torch.instrument on the real diffusers 0.27.2 pipelines, checked against diffusers.
+"""genscope.torch.instrument on the real diffusers pipelines, checked against diffusers.
 
-Run by tests/peers/diffusers.sh with the peer's interpreter (../shared/peers/diffusers/prepare)
-and PYTHONPATH=<build>/python:
+Run by tests/peers/diffusers.sh with the python of a peer venv (diffusers 0.27.2 or the newest
+pinned, PyPI's torch 2.x: tests/peers/requirements-*.txt) and PYTHONPATH=<build>/python:
 
     diffusers_check.py [--table FILE] [--size PIXELS] [--steps N]
 
@@ -29,6 +29,7 @@ import re
 import sys
 import time
 
+import diffusers
 import numpy as np
 import torch
 
@@ -175,7 +176,6 @@ def check_heun():
 def check_schedulers(sd15):
     """Iterations = the steps diffusers' own bar counts, for schedulers of order 1 and 2 and
     with PNDM's Runge-Kutta warm-up, text-to-image and image-to-image (strength 0.75)."""
-    import diffusers
 
     img2img = diffusers.StableDiffusionImg2ImgPipeline(**sd15.components)
     image = torch.rand(1, 3, 64, 64, generator=torch.Generator().manual_seed(1))
@@ -328,7 +328,7 @@ def check_timings(name, pipe, steps, size, table):
           f"{name} {size}x{size}, {steps} steps: durations within 2 % or 50 ms of diffusers' own record "
           f"(largest difference {worst * 1e3:.2f} ms)", rows)
     table.append(f"\n{name}, {size}x{size}, {steps} steps, {pipe.scheduler.__class__.__name__}, "
-                 f"torch {torch.__version__} CPU:\n")
+                 f"diffusers {diffusers.__version__}, torch {torch.__version__} CPU:\n")
     table.append("| genscope step | genscope | diffusers' own record | from | difference |")
     table.append("|---|---|---|---|---|")
     for what, g, o, source, delta in rows:

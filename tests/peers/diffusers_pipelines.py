@@ -1,16 +1,15 @@
-"""Tiny real diffusers 0.27.2 pipelines (StableDiffusionPipeline, StableDiffusionXLPipeline)
-with the conditioning widths of the real models, for tests/peers/diffusers_check.py.
+"""Tiny real diffusers pipelines (StableDiffusionPipeline, StableDiffusionXLPipeline) with the
+conditioning widths of the real models, for tests/peers/diffusers_check.py.
 
-Every class is the real one (diffusers 0.27.2, transformers 4.38 from ../shared/peers/diffusers):
-UNet2DConditionModel, AutoencoderKL, CLIPTextModel, CLIPTextModelWithProjection, the slow
-CLIPTokenizer and the schedulers. Depth and channels are tiny (one or two layers, a few
-channels) so a 64x64 image takes well under a second per step on one core; the widths the
-family checks read are the real ones: SD1.5's CLIP-L context 768; SDXL's CLIP-L 768 and
-OpenCLIP-G 1280 (penultimate hidden states joined: 2048), pooled text_embeds 1280, time ids
-6 x 256 (UNet add_embedding input 2816). Weights are random with a fixed seed. The tokenizer's
-files are generated as in ../shared/peers/diffusers/example_pipeline.py (CLIP's byte-level BPE
-alphabet, two merges, the two special tokens), with the same fix of transformers' stand-in
-AddedToken (the compiled `tokenizers` package is not in Debian 12).
+Every class is the real one (diffusers 0.27.2 with transformers 4.48, or the newest pinned
+diffusers and transformers: tests/peers/requirements-*.txt): UNet2DConditionModel,
+AutoencoderKL, CLIPTextModel, CLIPTextModelWithProjection, CLIPTokenizer and the schedulers.
+Depth and channels are tiny (one or two layers, a few channels) so a 64x64 image takes well
+under a second per step on one core; the widths the family checks read are the real ones:
+SD1.5's CLIP-L context 768; SDXL's CLIP-L 768 and OpenCLIP-G 1280 (penultimate hidden states
+joined: 2048), pooled text_embeds 1280, time ids 6 x 256 (UNet add_embedding input 2816).
+Weights are random with a fixed seed. The tokenizer's files are generated here (CLIP's
+byte-level BPE alphabet, two merges, the two special tokens); nothing is downloaded.
 """
 import json
 import os
@@ -30,7 +29,8 @@ def make_tokenizer():
     from transformers import CLIPTokenizer
     from transformers import tokenization_utils_base as tub
 
-    if tub.AddedToken.__hash__ is None:  # transformers#30696 without the compiled tokenizers
+    # transformers' stand-in AddedToken, used where the compiled tokenizers package is missing
+    if tub.AddedToken.__hash__ is None:  # transformers#30696
         tub.AddedToken.__hash__ = lambda self: hash(self.content)
     if not hasattr(tub.AddedToken, "__setstate__"):
         tub.AddedToken.__setstate__ = lambda self, state: self.__dict__.update(state)

@@ -1,34 +1,47 @@
 #!/usr/bin/env bash
-# stable-diffusion.cpp (sd-cli, ../shared/peers/sdcpp) under `genscope run`, compared with what
-# sd-cli prints about itself (tests/peers/compare_sdcpp.py): txt2img 64x64 4 steps, the same
-# with a prompt LoRA (<lora:peer_lora:1>, --lora-model-dir), and a fast failure (a model file
-# that does not exist: exit status 1 passed through, the root-cause error, a memory peak).
+# stable-diffusion.cpp under `genscope run`, through its Python binding (stable-diffusion-cpp-
+# python from PyPI, built from its sdist by scripts/lib/peer_venvs.sh; driven by
+# tests/peers/sdcpp_drive.py, which prints the library's log as sd-cli does), compared with
+# what the library reports about itself (tests/peers/compare_sdcpp.py): txt2img 64x64 4 steps
+# on a random-weight SD1.5 checkpoint of the real layout (make-sd15 of the shared models
+# folder, ${GENSCOPE_SHARED_DIR:-<repo>/../shared}/models), the same with a prompt LoRA
+# (<lora:peer_lora:1>, --lora-model-dir), and a fast failure (a model file that is not a model:
+# exit status 1 passed through, the library's first error as the failed step's, a memory peak).
 set -u
 . "$(dirname "$0")/common.sh"
-SDCLI=$("$PEERS/sdcpp/build" "$CACHE/sdcpp" 2>&1 | tail -1)
-[[ -x $SDCLI ]] || skip "peer not available: sd-cli: $SDCLI"
-"$PY" "$PEERS/models/make-sd15" "$CACHE/sd15-random.safetensors" >/dev/null ||
-  skip "peer not available: the SD1.5 checkpoint could not be written"
-mkdir -p "$CACHE/loras"
-"$PY" "$root/tests/peers/make_sd15_lora.py" "$CACHE/loras/peer_lora.safetensors"
-common=(-m "$CACHE/sd15-random.safetensors" -W 64 -H 64 --steps 4 -s 42 -t 2 --sampling-method euler)
+need_genscope
+shared=${GENSCOPE_SHARED_DIR:-$root/../shared}
+[[ -f $shared/models/make-sd15 ]] || skip "no $shared/models/make-sd15 (the SD1.5 checkpoint writer)"
+need_venv sdcpp
+model=$CACHE/sdcpp/sd15-random.safetensors loras=$CACHE/sdcpp/loras
+mkdir -p "$loras"
+# written once (make-sd15 skips a complete file), under a lock against a concurrent run
+flock "$CACHE/sdcpp/files.lock" sh -c '/usr/bin/python3 "$1" "$2" >/dev/null && /usr/bin/python3 "$3" "$4"' \
+  - "$shared/models/make-sd15" "$model" "$root/tests/peers/make_sd15_lora.py" "$loras/peer_lora.safetensors" ||
+  { echo "FAIL: the SD1.5 checkpoint or its LoRA could not be written"; exit 1; }
+drive=(env PYTHONUNBUFFERED=1 "$PY" "$root/tests/peers/sdcpp_drive.py")
+common=(-m "$model" -W 64 -H 64 --steps 4 -s 42 -t 2 --sampling-method euler)
 rc=0
 cd "$root/tests/peers" || exit 2
 for case in plain lora; do
   prompt="a photo of a cat"
   extra=()
-  [[ $case == lora ]] && { prompt="$prompt <lora:peer_lora:1>"; extra=(--lora-model-dir "$CACHE/loras"); }
-  echo "sd-cli $case:"
-  "$GENSCOPE" run --quiet --out "$TMP/$case" -- "$SDCLI" "${common[@]}" -p "$prompt" "${extra[@]}" \
-    -o "$TMP/$case.png" >"$TMP/$case.out" 2>"$TMP/$case.err" || { echo "FAIL: sd-cli $case failed"; cat "$TMP/$case.err"; rc=1; continue; }
-  "$PY" compare_sdcpp.py "$TMP/$case/run.json" "$TMP/$case.out" || rc=1
+  [[ $case == lora ]] && { prompt="$prompt <lora:peer_lora:1>"; extra=(--lora-model-dir "$loras"); }
+  echo "sd.cpp (Python binding) $case:"
+  "$GENSCOPE" run --quiet --out "$TMP/$case" -- "${drive[@]}" "${common[@]}" -p "$prompt" "${extra[@]}" \
+    -o "$TMP/$case.png" >"$TMP/$case.out" 2>"$TMP/$case.err" || { echo "FAIL: $case failed"; cat "$TMP/$case.err"; rc=1; continue; }
+  /usr/bin/python3 compare_sdcpp.py "$TMP/$case/run.json" "$TMP/$case.out" || rc=1
+  [[ -n ${GENSCOPE_PEERS_KEEP:-} ]] && mkdir -p "$GENSCOPE_PEERS_KEEP" &&
+    cp "$TMP/$case.out" "$TMP/$case.err" "$TMP/$case/run.json" "$GENSCOPE_PEERS_KEEP/" &&
+    mv "$GENSCOPE_PEERS_KEEP/run.json" "$GENSCOPE_PEERS_KEEP/$case.run.json"
 done
-echo "sd-cli fast failure:"
-"$GENSCOPE" run --quiet --out "$TMP/fail" -- "$SDCLI" -m "$TMP/absent.safetensors" -p x -W 64 -H 64 \
-  >"$TMP/fail.out" 2>"$TMP/fail.err"
+echo "sd.cpp (Python binding) fast failure:"
+head -c 4096 /dev/zero > "$TMP/not-a-model.safetensors"
+"$GENSCOPE" run --quiet --out "$TMP/fail" -- "${drive[@]}" -m "$TMP/not-a-model.safetensors" -p x \
+  -W 64 -H 64 -o "$TMP/fail.png" >"$TMP/fail.out" 2>"$TMP/fail.err"
 status=$?
-[[ $status == 1 ]] || { echo "FAIL: exit status $status, sd-cli's is 1"; rc=1; }
-"$PY" - "$TMP/fail/run.json" "$TMP/fail.err" <<'PY' || rc=1
+[[ $status == 1 ]] || { echo "FAIL: exit status $status, the driver's is 1"; cat "$TMP/fail.err"; rc=1; }
+/usr/bin/python3 - "$TMP/fail/run.json" "$TMP/fail.err" <<'PY' || rc=1
 import sys
 from check_steps import check_tree, done, fail, load
 run = load(sys.argv[1])
