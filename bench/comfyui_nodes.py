@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """What the genscope node package costs ComfyUI (docs/performance.md, "ComfyUI node package").
 
-    bench/comfyui_nodes.py [--prompts N] [BUILD_DIR]      (needs ../shared/peers; ~6 min)
+    bench/comfyui_nodes.py [--prompts N] [BUILD_DIR]      (needs GENSCOPE_COMFYUI_DIR; ~6 min)
 
 On the real ComfyUI v0.3.18 (a private copy, as tests/peers/comfyui_nodes.sh makes) it runs N
 prompts that each re-run the sampler, decode and save (a new seed each time, 64x64, 4 steps),
@@ -54,15 +54,26 @@ def main():
     p.add_argument("--only-with", action="store_true",
                    help="skip the server without the package (the package's own cost only)")
     args = p.parse_args()
-    peers = os.path.join(ROOT, "..", "shared", "peers", "comfyui")
-    if not os.path.isdir(peers):
-        print("SKIP: ../shared/peers/comfyui absent")
-        return 77
+    # The ComfyUI of GENSCOPE_COMFYUI_DIR and the Python that runs it (tests/peers/comfyui_env.sh:
+    # GENSCOPE_COMFYUI_PYTHON, else a venv prepared once from PyPI); this script runs under it.
+    found = subprocess.run(["bash", "-c", 'source "$1" && comfyui_env >&2 && '
+                            'printf "%s\\n%s\\n" "$COMFYUI" "$COMFYUI_PY"', "bench",
+                            os.path.join(ROOT, "tests", "peers", "comfyui_env.sh")],
+                           capture_output=True, text=True)
+    if found.returncode != 0:
+        print((found.stdout + found.stderr).strip())
+        return found.returncode
+    comfyui, comfy_py = found.stdout.split("\n")[:2]
+    if os.environ.get("GENSCOPE_BENCH_IN_COMFYUI_PYTHON") != "1":
+        os.environ["GENSCOPE_BENCH_IN_COMFYUI_PYTHON"] = "1"
+        os.execv(comfy_py, [comfy_py, os.path.abspath(__file__), *sys.argv[1:]])
     cache = os.environ.get("GENSCOPE_PEERS_CACHE",
                            os.path.join(os.path.expanduser("~"), ".cache", "genscope-peers"))
-    out = subprocess.run([os.path.join(peers, "prepare"), os.path.join(cache, "comfyui")],
-                         capture_output=True, text=True, check=True).stdout
-    env_lines = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    checkpoint = os.path.join(cache, "sd15-random.safetensors")
+    subprocess.run(["flock", os.path.join(cache, "sd15-random.lock"), sys.executable,
+                    os.path.join(ROOT, "tests", "peers", "make_sd15_checkpoint.py"), checkpoint],
+                   check=True)
+    env_lines = {"COMFYUI": comfyui, "CHECKPOINT": checkpoint, "PYTHONPATH": ""}
     work = tempfile.mkdtemp(prefix="genscope-comfyui-bench.")
     try:
         app = os.path.join(work, "ComfyUI")
@@ -82,8 +93,7 @@ def main():
         probe = os.path.join(app, "custom_nodes", "genscope_cost_probe")
         os.symlink(os.path.join(ROOT, "integrations", "comfyui"), package)
         os.symlink(os.path.join(ROOT, "bench", "comfyui_cost_probe"), probe)
-        site = env_lines["PYTHONPATH"]
-        with_env = dict(os.environ, PYTHONPATH=f"{site}:{os.path.join(args.build, 'python')}",
+        with_env = dict(os.environ, PYTHONPATH=os.path.join(args.build, "python"),
                         GENSCOPE_COMFYUI_RUNS_DIR=os.path.join(work, "runs"))
         server = e2e.Server(app, with_env, args.port, os.path.join(work, "with.log"))
         try:
@@ -101,7 +111,7 @@ def main():
         if args.only_with:
             plain_ms, plain_cpu = with_ms, with_cpu
             raise StopIteration
-        plain_env = dict(os.environ, PYTHONPATH=site)
+        plain_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         server = e2e.Server(app, plain_env, args.port, os.path.join(work, "without.log"))
         try:
             server.wait_history(server.post_prompt(e2e.with_seed(999)))

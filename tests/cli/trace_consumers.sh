@@ -89,7 +89,7 @@ timeout 120 "$GENSCOPE" run --quiet --runs announced --out "$tmp/comfy" --trace 
 check comfyui-log "$tmp/comfy.trace.json" "$tmp/comfy/run.json"
 
 # genscope run watching the real ComfyUI v0.3.18's output (tests/fixtures/transcripts/
-# comfyui_real.jsonl: three prompts recorded from ../shared/peers' ComfyUI; replayed byte for
+# comfyui_real.jsonl: three prompts recorded from the real ComfyUI v0.3.18; replayed byte for
 # byte on its own clock, 20 times faster): every prompt's trace.
 cat > "$tmp/replay.py" <<'PY'
 import json, os, sys, time
