@@ -196,13 +196,11 @@ def main(outdir):
         k(conv_out) + ".alpha": T(1.5),
     }, 0.8)
 
-    # ---- LoKr: Tucker w2 on a conv, decomposed w1 with whole w2, both whole (no alpha) ----
+    # ---- LoKr: decomposed w1 with whole w2, both whole (no alpha). No Tucker LoKr (lokr_t2):
+    # ComfyUI cannot apply one (its torch.kron of the einsum's non-contiguous result raises
+    # "view size is not compatible", ComfyUI logs "ERROR lokr" and leaves the weight), so there
+    # is no ComfyUI answer to test genscope's merge of it against (docs/lora.md). ----
     merge_case("m_lokr", {
-        k(conv_in) + ".lokr_w1": T(rnd(rng, (2, 2), 0.5)),
-        k(conv_in) + ".lokr_w2_a": T(rnd(rng, (2, 4), 0.5)),
-        k(conv_in) + ".lokr_w2_b": T(rnd(rng, (2, 3), 0.5)),
-        k(conv_in) + ".lokr_t2": T(rnd(rng, (2, 2, 3, 3), 0.5)),
-        k(conv_in) + ".alpha": T(1.0),
         k(B + "attn1.to_out.0.weight") + ".lokr_w1_a": T(rnd(rng, (4, 2), 0.5)),
         k(B + "attn1.to_out.0.weight") + ".lokr_w1_b": T(rnd(rng, (2, 4), 0.5)),
         k(B + "attn1.to_out.0.weight") + ".lokr_w2": T(rnd(rng, (4, 4), 0.5)),
