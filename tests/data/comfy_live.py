@@ -200,3 +200,76 @@ def flux_to_diffusers(config):
             target = [target[0], list(target[1]) if target[1] is not None else None] + extra
         out.append([name, target])
     return out
+
+
+def _model(keys):
+    """A stand-in model whose state_dict() holds `keys` (what ModelPatcher.add_patches checks)."""
+    cls = type("StandInModel", (_StandIn, torch.nn.Module), {"__init__": _StandIn._stand_in})
+    return cls(keys, {}, {})
+
+
+def calculate_weight(base, lora, calls):
+    """What ComfyUI computes for the weights a LoRA patches: per call (strength, strength_model,
+    targets), each target's module through comfy.lora.load_lora onto its target and
+    ModelPatcher.add_patches (so a key's patches apply in the targets' order), then per patched
+    key comfy.lora.calculate_weight on the weight as ModelPatcher.patch_weight_to_device gives
+    it (a float32 copy; its default float32 intermediate dtype).
+
+    base: key -> torch tensor (as the model holds it); lora: name -> torch tensor (as the file
+    holds it). A target {module, key} may also have chunk / chunks (a row chunk: ComfyUI holds
+    it as a tensor of its own), row_offset / rows (an offset window of the key), bias_key (the
+    bias load_lora patches is "<weight key without .weight>.bias"), transpose (the model holds
+    the file's tensor transposed), identity: n (the model's weight, absent from the file, starts
+    as the n x n identity), delta_row_offset / delta_shape (the file holds rows of a fused weight
+    of that shape the model holds whole: the targets of one module are its pieces).
+    Returns key -> the patched float32 tensor, in the file's layout."""
+    start()
+    targets = [t for _, _, ts in calls for t in ts]
+    transposed = {t["key"] for t in targets if t.get("transpose")}
+    identity = {t["key"]: t["identity"] for t in targets if t.get("identity") and t["key"] not in base}
+    fused = {}  # fused key -> (shape, [(file key, first row, rows)])
+    for t in targets:
+        if "delta_row_offset" in t:
+            shape, pieces = fused.setdefault("fused:" + t["module"], (t["delta_shape"], []))
+            if (t["key"], t["delta_row_offset"], t["rows"]) not in pieces:
+                pieces.append((t["key"], t["delta_row_offset"], t["rows"]))
+    patcher = _patcher(_model(list(base) + list(identity) + list(fused)))
+    for strength, strength_model, ts in calls:
+        loaded = set()
+        for t in ts:
+            if "delta_row_offset" in t:
+                target = "fused:" + t["module"]
+                if target in loaded:
+                    continue  # one patch of the fused weight for all its pieces
+                loaded.add(target)
+            elif t.get("rows"):
+                target = (t["key"], (0, t["row_offset"], t["rows"]))
+            elif t.get("chunks", 1) > 1:
+                rows = base[t["key"]].shape[0] // t["chunks"]
+                target = (t["key"], (0, t["chunk"] * rows, rows))
+            elif t.get("bias_key") and t["key"] == t["bias_key"]:  # a bias patch alone
+                target = t["bias_key"][:-len(".bias")] + ".weight"
+            else:
+                target = t["key"]
+            patches = comfy.lora.load_lora(lora, {t["module"]: target}, log_missing=False)
+            patcher.add_patches(patches, strength, strength_model)
+    out = {}
+    for key, patches in patcher.patches.items():
+        if key in fused:
+            shape, pieces = fused[key]
+            weight = torch.zeros(shape, dtype=torch.float32)
+            for piece, first, rows in pieces:
+                weight[first:first + rows] = base[piece].to(torch.float32).reshape(rows, *shape[1:])
+        elif key in identity:
+            weight = torch.eye(identity[key], dtype=torch.float32)
+        else:
+            weight = base[key].to(torch.float32, copy=True)
+            if key in transposed:
+                weight = weight.t().contiguous()
+        weight = comfy.lora.calculate_weight(patches, weight, key)
+        if key in fused:
+            for piece, first, rows in pieces:
+                out[piece] = weight[first:first + rows].reshape(base[piece].shape).clone()
+        else:
+            out[key] = weight.t().contiguous() if key in transposed else weight
+    return out

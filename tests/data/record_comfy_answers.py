@@ -1,7 +1,8 @@
 """Records what ComfyUI's own code answers for the test-data generators: runs
 tests/data/make_models.py and make_merge_cases.py into a scratch folder with every question they
 ask of ComfyUI (tests/data/comfy_answers.py) put to the real functions of the ComfyUI checkout
-on sys.path (tests/data/comfy_live.py), and writes the answers to tests/fixtures/comfy_answers/.
+on sys.path (tests/data/comfy_live.py), and writes the answers to tests/fixtures/comfy_answers/
+(the merge results ComfyUI computes as a safetensors file, the rest as JSON).
 
 usage: record_comfy_answers.py [OUTDIR]    (run by record_comfy_answers.sh, from ComfyUI's
                                            folder with its python; OUTDIR defaults to the fixtures)
@@ -36,6 +37,14 @@ class Live:
     def flux_to_diffusers(self, config):
         return comfy_live.flux_to_diffusers(config)
 
+    def calculate_weight(self, base, lora, calls):
+        torch = comfy_live.torch
+        dtypes = {"F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32, "F64": torch.float64}
+        # The stored values are exact in their dtype: the tensors ComfyUI loads from the files.
+        as_file = lambda ts: {n: torch.from_numpy(v.copy()).to(dtypes[d]) for n, (d, v) in ts.items()}
+        out = comfy_live.calculate_weight(as_file(base), as_file(lora), calls)
+        return {k: v.numpy() for k, v in out.items()}
+
 
 def main(outdir):
     comfy_live.start()
@@ -54,6 +63,11 @@ def main(outdir):
             json.dump(doc, f, indent=1, sort_keys=True)
             f.write("\n")
         print(f"{os.path.join(outdir, file)}: {len(doc['answers'])} answers of ComfyUI {version}")
+    for kind, file in comfy_answers.TENSOR_FILES.items():
+        answers = comfy_answers.recorded[kind]
+        comfy_answers.write_tensor_answers(os.path.join(outdir, file), answers,
+                                           {"comfyui": version, "recorded_by": "tests/data/record_comfy_answers.sh"})
+        print(f"{os.path.join(outdir, file)}: {len(answers)} answers of ComfyUI {version}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-// Merges of every LoRA module type against the float64 NumPy transcription of ComfyUI's
-// calculate_weight (tests/data/make_merge_cases.py): merge_lora end to end, the ModelPatcher
+// Merges of every LoRA module type against the results of ComfyUI's own calculate_weight
+// (recorded in tests/fixtures/comfy_answers/calculate_weight.safetensors, written into the cases
+// by tests/data/make_merge_cases.py): merge_lora end to end, the ModelPatcher
 // with hand-built targets (bias_key, transpose, chunks, strength_model), the refusals, and the
 // BLAS product against a double-precision loop.
 #include <gtest/gtest.h>
@@ -141,8 +142,8 @@ TEST(LoraMerge, EveryModuleTypeMatchesNumPyComfyUi) {
 
 // merge_lora through fit_lora onto bases with complete key sets, where the targets use every
 // LoraKeyTarget field (transpose, materialize_identity, chunks, row windows, delta slices,
-// bias_key, a bias-only target, a shadowed module); the NumPy targets are ComfyUI's, written
-// in the generator, not read from genscope.
+// bias_key, a bias-only target, a shadowed module); the targets are ComfyUI's, written in the
+// generator, not read from genscope.
 TEST(LoraMerge, TargetsFromTheFitMatchNumPyComfyUi) {
   ASSERT_EQ(cases()["targets"].size(), 3u);
   for (const auto& c : cases()["targets"]) {
