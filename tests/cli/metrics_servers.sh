@@ -123,7 +123,8 @@ JSON
   set +e
   GENSCOPE_FAKE_NVML_SCENARIO="$tmp/nvml.json" GENSCOPE_NVML_LIBRARY="$GENSCOPE_FAKE_NVML" \
     timeout 300 "$GENSCOPE" demo --preset tiny --steps 300 --plain --out "$tmp/demo" \
-    --metrics-port "$demo_port" --pushgateway "http://127.0.0.1:$pg" > "$tmp/demo.out" 2> "$tmp/demo.log"
+    --metrics-port "$demo_port" --metrics-linger 60 --pushgateway "http://127.0.0.1:$pg" \
+    > "$tmp/demo.out" 2> "$tmp/demo.log"
   rc=$?
   set -e
   [ $rc -eq 0 ] || fail "demo exited with $rc"
@@ -161,7 +162,9 @@ expect_value 'max_over_time(genscope_process_resident_memory_bytes{job="genscope
 expect_value 'max_over_time(genscope_gpu_power_watts{job="genscope-live",gpu="0"}[10m])' 'v == 450'
 expect_value 'max_over_time(genscope_gpu_memory_used_bytes{job="genscope-live",gpu="0"}[10m])' 'v >= 1e9'
 expect_value 'max_over_time(genscope_steps_total{job="genscope-live",kind="model_loading",status="ok"}[10m])' 'v >= 1'
-# The final state of the finished run was scraped (the endpoint lingered until it was).
+# The final state of the finished run was scraped (the endpoint lingered until it was: up to
+# 60 s here, not the default 5 s, since a loaded machine can delay Prometheus' scrapes past 5 s;
+# the linger ends at the first scrape of the final state either way).
 # (Polled for a few seconds: the scrape that ended the linger may still be being stored.)
 wait_for 10 check_value 'last_over_time(genscope_run_active{job="genscope-live"}[10m])' 'v == 0' ||
   expect_value 'last_over_time(genscope_run_active{job="genscope-live"}[10m])' 'v == 0'
