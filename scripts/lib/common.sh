@@ -35,8 +35,9 @@ test_packages=(
   clang-14 libclang-rt-14-dev
   curl xz-utils
 )
-# scripts/fuzz: clang's libFuzzer with its sanitizer runtimes.
-fuzz_packages=(clang-14 libclang-rt-14-dev)
+# scripts/fuzz: clang's libFuzzer with its sanitizer runtimes, and the omp.h clang compiles
+# -fopenmp=libgomp code with (libomp-14-dev; gcc's is in gcc's own include folder).
+fuzz_packages=(clang-14 libclang-rt-14-dev libomp-14-dev)
 
 ensure_packages() {
   local missing=() p
