@@ -163,8 +163,8 @@ expect_value 'max_over_time(genscope_gpu_power_watts{job="genscope-live",gpu="0"
 expect_value 'max_over_time(genscope_gpu_memory_used_bytes{job="genscope-live",gpu="0"}[10m])' 'v >= 1e9'
 expect_value 'max_over_time(genscope_steps_total{job="genscope-live",kind="model_loading",status="ok"}[10m])' 'v >= 1'
 # The final state of the finished run was scraped (the endpoint lingered until it was: up to
-# 60 s here, not the default 5 s, since a loaded machine can delay Prometheus' scrapes past 5 s;
-# the linger ends at the first scrape of the final state either way).
+# 60 s here rather than the default 5 s; the linger ends at the first scrape of the final state
+# either way). ctest runs this test alone (tests/CMakeLists.txt: RUN_SERIAL).
 # (Polled for a few seconds: the scrape that ended the linger may still be being stored.)
 wait_for 10 check_value 'last_over_time(genscope_run_active{job="genscope-live"}[10m])' 'v == 0' ||
   expect_value 'last_over_time(genscope_run_active{job="genscope-live"}[10m])' 'v == 0'
