@@ -151,27 +151,21 @@ def find_components(pipe: Any) -> Components:
         obj = get(name)
         if obj is not None:
             found.tokenizers[name] = obj
-    for name in DENOISERS:
+    for name in DENOISERS + MORE_DENOISERS:
         obj = get(name)
         if obj is None:
             continue
         module = _denoiser_module(obj)
+        first = name in DENOISERS
         if module is None:
             unusable(name, f"{type(obj).__name__} is not a torch module")
-        elif found.denoiser is None:
+        elif found.denoiser is None and first:
             found.denoiser, found.denoiser_name = module, name
-        else:
+        elif first:
             unusable(name, f"a second denoiser ({found.denoiser_name} is hooked)")
-    for name in MORE_DENOISERS:
-        obj = get(name)
-        if obj is None:
-            continue
-        module = _denoiser_module(obj)
-        if module is None:
-            unusable(name, f"{type(obj).__name__} is not a torch module")
         elif found.denoiser is None:
             unusable(name, "a second denoiser without a first (unet or transformer)")
-        elif module is found.denoiser or id(module) in seen:
+        elif module is found.denoiser:
             found.skipped[name] = f"same module as {found.denoiser_name}"
         else:
             found.more_denoisers[name] = module
