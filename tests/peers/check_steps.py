@@ -7,6 +7,17 @@ import sys
 FAILURES = []
 
 
+FAILED = []  # what check() found failing (diffusers_check.py, modern_check.py)
+
+
+def check(ok, what, why=""):
+    """One "ok"/"FAIL" line for a check; a failure is recorded in FAILED. Returns ok."""
+    print(("ok   " if ok else "FAIL ") + what + ("" if ok else f": {why}"), flush=True)
+    if not ok:
+        FAILED.append(what)
+    return ok
+
+
 def fail(msg):
     FAILURES.append(msg)
     print("FAIL: " + msg, file=sys.stderr)

@@ -36,15 +36,8 @@ import torch
 import diffusers_pipelines as pipelines
 import genscope
 import genscope.torch as gt
+from check_steps import FAILED, check
 
-FAILED = []
-
-
-def check(ok, what, why=""):
-    print(("ok   " if ok else "FAIL ") + what + ("" if ok else f": {why}"), flush=True)
-    if not ok:
-        FAILED.append(what)
-    return ok
 
 
 def monitor():

@@ -40,15 +40,8 @@ import torch
 import genscope
 import genscope.torch as gt
 import modern_pipelines as pipelines
+from check_steps import FAILED, check
 
-FAILED = []
-
-
-def check(ok, what, why=""):
-    print(("ok   " if ok else "FAIL ") + what + ("" if ok else f": {why}"), flush=True)
-    if not ok:
-        FAILED.append(what)
-    return ok
 
 
 class Family:
