@@ -39,7 +39,6 @@ import genscope.torch as gt
 from check_steps import FAILED, check
 
 
-
 def monitor():
     return genscope.Monitor(nvml=False)
 
