@@ -149,13 +149,16 @@ void SdcppRecognizer::lora_figures(StepRecord& r) {
 
 namespace {
 
-// A phase timed by its printed (rounded) duration starts no earlier than the step holding it.
+// A phase timed by its printed (rounded) duration starts no earlier than the step holding it;
+// what it holds moves with it (a tensor load that began up to the same rounding before it:
+// the LoRA's first load once landed at the top level when only the LoRA moved).
 template <class HeldT>
 void clamp_into(HeldT& h, std::int64_t parent_start) {
   const std::int64_t early = parent_start - h.start;
   if (early <= 0 || early > kRoundingNs) return;
   h.start = parent_start;
   h.record.duration_ns = std::max<std::int64_t>(0, h.record.duration_ns - early);
+  for (auto& child : h.children) clamp_into(child, parent_start);
 }
 
 }  // namespace

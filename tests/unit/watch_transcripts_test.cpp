@@ -184,6 +184,9 @@ TEST(RealTranscripts, ComfyUI) {
 TEST(RealTranscripts, StableDiffusionCpp) { check_transcript("sdcpp_real", 1.0 / 20); }
 TEST(RealTranscripts, StableDiffusionCppLora) { check_transcript("sdcpp_real_lora", 1.0 / 20); }
 TEST(RealTranscripts, StableDiffusionCppFastFailure) { check_transcript("sdcpp_real_fail", 1.0 / 20); }
+// The Python binding (stable-diffusion-cpp-python), a LoRA applied at once: its first tensor load
+// computed back from a rounded duration, 2.7 ms before the printed "apply loras" start.
+TEST(RealTranscripts, StableDiffusionCppBindingLora) { check_transcript("sdcpp_binding_lora", 1.0 / 50); }
 TEST(Transcripts, RuleFile) {
   WatchOptions o;
   o.recognizers = {};
