@@ -1,0 +1,156 @@
+// Drives ComfyUI's own page in real headless Chromium (Debian's /usr/bin/chromium through
+// Playwright, npm playwright-core pinned in package-lock.json) for tests/peers/comfyui_frontend.sh:
+// loads the default workflow, makes it small (the test's checkpoint, 64x64, 2 steps, fixed seed),
+// queues it from the page, waits for genscope's figures on the nodes, queues it again (every node
+// cached), takes screenshots of the graph and of the runs panel, opens a run's HTML report from
+// the panel, and writes what the page showed to OUT/result.json (comfyui_frontend_check.py
+// compares it with the run documents).
+//
+//   node drive.mjs NODE_MODULES URL CHECKPOINT OUT
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { createRequire } from "node:module";
+
+const [modules, url, checkpoint, out] = process.argv.slice(2);
+const require = createRequire(path.join(modules, "noop.js"));
+const { chromium } = require("playwright-core");
+
+const log = (...a) => console.log("[drive]", ...a);
+const result = { console: [], page_errors: [], steps: [] };
+const profile = fs.mkdtempSync(path.join(os.tmpdir(), "genscope-chromium-"));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: "/usr/bin/chromium",
+  headless: true,
+  viewport: { width: 1600, height: 1000 },
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const finish = async (code) => {
+  fs.writeFileSync(path.join(out, "result.json"), JSON.stringify(result, null, 1));
+  await context.close().catch(() => {});
+  fs.rmSync(profile, { recursive: true, force: true });
+  process.exit(code);
+};
+
+try {
+  const page = context.pages()[0] ?? await context.newPage();
+  page.on("console", (m) => {
+    if (["error", "warning"].includes(m.type())) result.console.push(`${m.type()}: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => result.page_errors.push(`${e.message}\n${e.stack ?? ""}`));
+  result.failed_requests = [];
+  page.on("response", (r) => { if (r.status() >= 400) result.failed_requests.push(`${r.status()} ${r.url()}`); });
+  await page.goto(url);
+  await page.waitForFunction(() => globalThis.comfyAPI?.app?.app?.graph && globalThis.genscopeComfyUI?.state?.mode,
+    null, { timeout: 180_000 });
+  result.frontend_version = await page.evaluate(() => globalThis.__COMFYUI_FRONTEND_VERSION__ ?? null);
+  result.panel_mode = await page.evaluate(() => genscopeComfyUI.state.mode);
+  log(`frontend ${result.frontend_version}, panel: ${result.panel_mode}`);
+  await page.keyboard.press("Escape");  // a first-start dialog, if any
+
+  // The default workflow, made small.
+  result.graph = await page.evaluate(async (ckpt) => {
+    const app = comfyAPI.app.app;
+    await app.loadGraphData();
+    const nodes = app.graph._nodes ?? app.graph.nodes;
+    const set = (type, name, value) => {
+      for (const n of nodes.filter((n) => n.type === type)) {
+        const w = n.widgets?.find((w) => w.name === name);
+        if (!w) throw new Error(`${type} has no widget ${name}`);
+        w.value = value;
+        w.callback?.(value);
+      }
+    };
+    set("CheckpointLoaderSimple", "ckpt_name", ckpt);
+    set("EmptyLatentImage", "width", 64);
+    set("EmptyLatentImage", "height", 64);
+    set("KSampler", "steps", 2);
+    set("KSampler", "seed", 1234);
+    set("KSampler", "control_after_generate", "fixed");
+    // The default layout stacks the two text encodes and the empty latent closely: spaced out,
+    // so that the figures under each node are seen whole.
+    const by = (type) => nodes.filter((n) => n.type === type);
+    const [positive, negative] = by("CLIPTextEncode").sort((a, b) => a.pos[1] - b.pos[1]);
+    if (positive && negative) negative.pos[1] = positive.pos[1] + positive.size[1] + 90;
+    for (const n of by("EmptyLatentImage")) if (negative) n.pos[1] = negative.pos[1] + negative.size[1] + 90;
+    app.graph.setDirtyCanvas(true, true);
+    return nodes.map((n) => ({ id: String(n.id), type: n.type, title: n.title }));
+  }, checkpoint);
+  log(`default workflow: ${result.graph.length} nodes`);
+
+  const queue = async (label) => {
+    const before = await page.evaluate(() => [...genscopeComfyUI.state.ourPrompts]);
+    await page.evaluate(() => comfyAPI.app.app.queuePrompt(0, 1));
+    const t0 = Date.now();
+    await page.waitForFunction((known) => {
+      const s = genscopeComfyUI.state;
+      const id = s.run?.prompt_id;
+      return id && !known.includes(id) && s.ourPrompts.has(id) && Object.keys(s.drawn).length > 0;
+    }, before, { timeout: 900_000, polling: 250 });
+    await page.waitForTimeout(300);  // a few more frames: every visible node drawn
+    const shown = await page.evaluate(() => {
+      const s = genscopeComfyUI.state;
+      return { run: s.run, shown: Object.fromEntries(Object.entries(s.shown).map(([k, v]) => [k, { lines: v.lines, marks: v.marks }])),
+               drawn: s.drawn, errors: s.errors };
+    });
+    log(`${label}: prompt ${shown.run.prompt_id} shown after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    result.steps.push({ label, ...shown });
+    return shown;
+  };
+
+  const fit = () => page.evaluate(() => {  // the whole graph and the figures under it in view
+    const app = comfyAPI.app.app;
+    const nodes = app.graph._nodes ?? app.graph.nodes;
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    for (const n of nodes) {
+      x0 = Math.min(x0, n.pos[0]); y0 = Math.min(y0, n.pos[1] - 40);
+      x1 = Math.max(x1, n.pos[0] + n.size[0]); y1 = Math.max(y1, n.pos[1] + n.size[1] + 70);
+    }
+    const canvas = app.canvas.canvas;
+    const w = canvas.clientWidth, h = canvas.clientHeight;
+    const scale = Math.min((w - 120) / (x1 - x0), (h - 120) / (y1 - y0), 1.2);
+    app.canvas.ds.scale = scale;
+    app.canvas.ds.offset = [(w - (x1 - x0) * scale) / 2 / scale - x0, (h - (y1 - y0) * scale) / 2 / scale - y0];
+    app.canvas.setDirty(true, true);
+  });
+
+  await queue("first");
+  await fit();
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: path.join(out, "graph.png") });
+  await queue("cached");
+
+  // The panel: the frontend's own button for it (a sidebar tab, or the floating button).
+  const button = result.panel_mode === "sidebar" ? ".genscope-tab-button" : ".genscope-button";
+  await page.click(button, { timeout: 30_000 });
+  await page.waitForFunction(() => document.querySelectorAll(".genscope-run").length >= 2, null, { timeout: 30_000 });
+  result.panel_rows = await page.evaluate(() => [...document.querySelectorAll(".genscope-run")].map((r) => ({
+    prompt_id: r.dataset.promptId, text: r.innerText })));
+  // The earlier run back on the graph (the figures under the panel), then the screenshot.
+  const first = result.steps[0].run.prompt_id;
+  await page.click(`.genscope-run[data-prompt-id="${first}"] .genscope-show`);
+  await page.waitForFunction((id) => genscopeComfyUI.state.run?.prompt_id === id, first, { timeout: 30_000 });
+  await page.waitForTimeout(500);
+  result.shown_again = await page.evaluate(() => genscopeComfyUI.state.run.prompt_id);
+  await page.screenshot({ path: path.join(out, "panel.png") });
+
+  // A run's report, opened from the panel in a new tab.
+  const [report] = await Promise.all([
+    context.waitForEvent("page", { timeout: 60_000 }),
+    page.click(`.genscope-run[data-prompt-id="${first}"] .genscope-report`),
+  ]);
+  await report.waitForLoadState("load", { timeout: 120_000 });
+  result.report = { url: report.url(), title: await report.title(),
+                    text: (await report.evaluate(() => document.body.innerText)).slice(0, 4000) };
+  log(`report: ${result.report.title}`);
+  await finish(0);
+} catch (e) {
+  result.failure = `${e.message}`;
+  console.error("[drive] FAILED:", e);
+  try {
+    const page = context.pages()[0];
+    if (page) await page.screenshot({ path: path.join(out, "failure.png") });
+  } catch (_) { /* nothing more to show */ }
+  await finish(1);
+}
