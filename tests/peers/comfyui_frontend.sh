@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The node package's frontend extension (integrations/comfyui/web/genscope.js) in ComfyUI's own
 # page, in real headless Chromium (Debian's /usr/bin/chromium driven by Playwright,
-# tests/peers/comfyui_frontend/): a real ComfyUI (GENSCOPE_COMFYUI_DIR) with the package, the
-# default workflow made small (the test's SD1.5 checkpoint, 64x64, 2 steps) queued from the
-# page, then again (every node cached); the figures the page shows and draws on each node, the
+# tests/peers/comfyui_frontend/): a real ComfyUI (GENSCOPE_COMFYUI_DIR) with the package, a small
+# SD1.5 workflow (the test's checkpoint, 64x64, 2 steps) loaded and queued from the page,
+# then again (every node cached); the figures the page shows and draws on each node, the
 # marks, the runs panel and the report it opens are checked against the run documents
 # (comfyui_frontend_check.py). Screenshots: $GENSCOPE_FRONTEND_SHOTS/<name>-graph.png and
 # -panel.png when that folder is given (docs/comfyui-graph*.png were made so).
@@ -21,6 +21,8 @@ comfyui_env
 need_module
 [[ -x /usr/bin/chromium ]] || skip "Debian's chromium is not installed (/usr/bin/chromium)"
 command -v node > /dev/null && command -v npm > /dev/null || skip "node and npm are not installed"
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
+  skip "node $(node --version) is older than 20, which Playwright needs"
 
 # Playwright, pinned in package-lock.json, installed with npm ci outside the repository.
 pinned=$root/tests/peers/comfyui_frontend

@@ -109,7 +109,7 @@ def main():
         want = expected(doc)
         check(f"{label}: the run succeeded", doc["labels"].get("comfyui.status") == "success",
               str(doc["labels"].get("comfyui.status")))
-        check(f"{label}: every node of the default workflow has figures",
+        check(f"{label}: every node of the workflow has figures",
               set(want) == graph_ids and set(step["shown"]) == graph_ids,
               f"graph {sorted(graph_ids)}, run {sorted(want)}, shown {sorted(step['shown'])}")
         check(f"{label}: the extension reported no errors", step["errors"] == 0, str(step["errors"]))

@@ -403,7 +403,7 @@ function addFloatingPanel() {
 // Opens the panel (the tests use it where clicking the frontend's own button is not possible).
 export function openPanel() {
   if (state.panel?.isConnected) { refreshPanel(); return true; }
-  const tab = document.querySelector(".genscope-tab-button, [data-genscope-tab]");
+  const tab = document.querySelector(".genscope-tab-button, button[aria-label^='genscope']");
   if (tab) { tab.click(); return true; }
   const button = document.querySelector(".genscope-button");
   if (button) { button.click(); return true; }

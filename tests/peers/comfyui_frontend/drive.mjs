@@ -1,6 +1,7 @@
 // Drives ComfyUI's own page in real headless Chromium (Debian's /usr/bin/chromium through
 // Playwright, npm playwright-core pinned in package-lock.json) for tests/peers/comfyui_frontend.sh:
-// loads the default workflow, makes it small (the test's checkpoint, 64x64, 2 steps, fixed seed),
+// loads a small SD1.5 workflow (the test's checkpoint, 64x64, 2 steps, fixed seed) with the page's
+// own loader,
 // queues it from the page, waits for genscope's figures on the nodes, queues it again (every node
 // cached), takes screenshots of the graph and of the runs panel, opens a run's HTML report from
 // the panel, and writes what the page showed to OUT/result.json (comfyui_frontend_check.py
@@ -49,35 +50,45 @@ try {
   log(`frontend ${result.frontend_version}, panel: ${result.panel_mode}`);
   await page.keyboard.press("Escape");  // a first-start dialog, if any
 
-  // The default workflow, made small.
+  // The workflow: SD1.5 text to image, small (64x64, 2 steps, a fixed seed), loaded through the
+  // page's own loader of API-format prompts (every frontend's default workflow differs).
   result.graph = await page.evaluate(async (ckpt) => {
     const app = comfyAPI.app.app;
-    await app.loadGraphData();
-    const nodes = app.graph._nodes ?? app.graph.nodes;
-    const set = (type, name, value) => {
-      for (const n of nodes.filter((n) => n.type === type)) {
-        const w = n.widgets?.find((w) => w.name === name);
-        if (!w) throw new Error(`${type} has no widget ${name}`);
-        w.value = value;
-        w.callback?.(value);
-      }
+    const prompt = {
+      "4": { class_type: "CheckpointLoaderSimple", inputs: { ckpt_name: ckpt } },
+      "6": { class_type: "CLIPTextEncode", inputs: { text: "a red cube on a wooden table", clip: ["4", 1] } },
+      "7": { class_type: "CLIPTextEncode", inputs: { text: "blurry", clip: ["4", 1] } },
+      "5": { class_type: "EmptyLatentImage", inputs: { width: 64, height: 64, batch_size: 1 } },
+      "3": { class_type: "KSampler", inputs: { seed: 1234, steps: 2, cfg: 7, sampler_name: "euler",
+             scheduler: "normal", denoise: 1, model: ["4", 0], positive: ["6", 0], negative: ["7", 0],
+             latent_image: ["5", 0] } },
+      "8": { class_type: "VAEDecode", inputs: { samples: ["3", 0], vae: ["4", 2] } },
+      "9": { class_type: "SaveImage", inputs: { filename_prefix: "genscope", images: ["8", 0] } },
     };
-    set("CheckpointLoaderSimple", "ckpt_name", ckpt);
-    set("EmptyLatentImage", "width", 64);
-    set("EmptyLatentImage", "height", 64);
-    set("KSampler", "steps", 2);
-    set("KSampler", "seed", 1234);
-    set("KSampler", "control_after_generate", "fixed");
-    // The default layout stacks the two text encodes and the empty latent closely: spaced out,
-    // so that the figures under each node are seen whole.
-    const by = (type) => nodes.filter((n) => n.type === type);
-    const [positive, negative] = by("CLIPTextEncode").sort((a, b) => a.pos[1] - b.pos[1]);
-    if (positive && negative) negative.pos[1] = positive.pos[1] + positive.size[1] + 90;
-    for (const n of by("EmptyLatentImage")) if (negative) n.pos[1] = negative.pos[1] + negative.size[1] + 90;
-    app.graph.setDirtyCanvas(true, true);
+    await app.loadApiJson(prompt, "genscope-test.json");
+    const graph = app.graph;
+    const nodes = graph._nodes ?? graph.nodes;
+    // Laid out in columns, 90 units between nodes for the figures under each.
+    const byId = (id) => nodes.find((n) => String(n.id) === id);
+    let x = 40;
+    for (const column of [["4"], ["6", "7", "5"], ["3"], ["8", "9"]]) {
+      let y = 40, width = 0;
+      for (const id of column) {
+        const n = byId(id);
+        n.pos = [x, column.length === 1 && id === "4" ? 200 : y];
+        y += n.size[1] + 120;
+        width = Math.max(width, n.size[0]);
+      }
+      x += width + 60;
+    }
+    for (const n of nodes.filter((n) => n.type === "KSampler")) {
+      const control = n.widgets?.find((w) => w.name === "control_after_generate");
+      if (control) control.value = "fixed";  // the second prompt must be the same (all cached)
+    }
+    graph.setDirtyCanvas(true, true);
     return nodes.map((n) => ({ id: String(n.id), type: n.type, title: n.title }));
   }, checkpoint);
-  log(`default workflow: ${result.graph.length} nodes`);
+  log(`workflow: ${result.graph.length} nodes`);
 
   const queue = async (label) => {
     const before = await page.evaluate(() => [...genscopeComfyUI.state.ourPrompts]);
@@ -109,9 +120,11 @@ try {
     }
     const canvas = app.canvas.canvas;
     const w = canvas.clientWidth, h = canvas.clientHeight;
-    const scale = Math.min((w - 120) / (x1 - x0), (h - 120) / (y1 - y0), 1.2);
+    // below the menus that newer frontends float over the top of the canvas
+    const top = 110, bottom = 30;
+    const scale = Math.min((w - 120) / (x1 - x0), (h - top - bottom) / (y1 - y0), 1.2);
     app.canvas.ds.scale = scale;
-    app.canvas.ds.offset = [(w - (x1 - x0) * scale) / 2 / scale - x0, (h - (y1 - y0) * scale) / 2 / scale - y0];
+    app.canvas.ds.offset = [(w - (x1 - x0) * scale) / 2 / scale - x0, top / scale - y0];
     app.canvas.setDirty(true, true);
   });
 
@@ -122,7 +135,9 @@ try {
   await queue("cached");
 
   // The panel: the frontend's own button for it (a sidebar tab, or the floating button).
-  const button = result.panel_mode === "sidebar" ? ".genscope-tab-button" : ".genscope-button";
+  // (the sidebar's buttons: class <id>-tab-button up to 1.2x, aria-label = the tab's tooltip later)
+  const button = result.panel_mode === "sidebar"
+    ? ".genscope-tab-button, button[aria-label^='genscope']" : ".genscope-button";
   await page.click(button, { timeout: 30_000 });
   await page.waitForFunction(() => document.querySelectorAll(".genscope-run").length >= 2, null, { timeout: 30_000 });
   result.panel_rows = await page.evaluate(() => [...document.querySelectorAll(".genscope-run")].map((r) => ({
