@@ -231,6 +231,9 @@ function hookCanvas() {
         try {
           ctx.translate(node.pos[0], node.pos[1]);
           drawBox(node, ctx);
+        } catch (e) {  // one node's figures, not the others'
+          state.errors += 1;
+          warn("drawing a node's figures", e);
         } finally {
           ctx.restore();
         }

@@ -159,6 +159,27 @@ try {
   result.report = { url: report.url(), title: await report.title(),
                     text: (await report.evaluate(() => document.body.innerText)).slice(0, 4000) };
   log(`report: ${result.report.title}`);
+
+  // Faults: malformed messages and a node whose figures cannot be drawn must stay inside the
+  // extension (a console warning), and the canvas must go on drawing the other nodes.
+  await report.close();
+  result.console_before_faults = result.console.length;
+  result.page_errors_before_faults = result.page_errors.length;
+  result.fault = await page.evaluate(async () => {
+    const { api } = comfyAPI.api;
+    const s = genscopeComfyUI.state;
+    const before = s.run.prompt_id;
+    for (const detail of [null, "text", { nodes: "not a list" }, { prompt_id: 5, nodes: [null, 7] }]) {
+      api.dispatchEvent(new CustomEvent("genscope.run", { detail }));
+    }
+    const ids = Object.keys(s.shown);
+    s.shown[ids[0]] = { lines: null, marks: [] };  // drawing it throws
+    s.drawn = {};
+    comfyAPI.app.app.canvas.setDirty(true, true);
+    await new Promise((r) => setTimeout(r, 1000));
+    return { run_kept: s.run?.prompt_id === before, broken: ids[0], errors: s.errors,
+             drawn_after: Object.keys(s.drawn), shown: ids };
+  });
   await finish(0);
 } catch (e) {
   result.failure = `${e.message}`;
