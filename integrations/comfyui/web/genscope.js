@@ -327,7 +327,7 @@ async function fillPanel(root) {
     const figures = [];
     if (run.nodes_executed != null) figures.push(`${run.nodes_executed} run`, `${run.nodes_cached} cached`);
     if (run.peak_rss_bytes != null) figures.push(`RAM ${formatBytes(run.peak_rss_bytes)}`);
-    if (run.peak_cuda_allocated_bytes != null) figures.push(`VRAM ${formatBytes(run.peak_cuda_allocated_bytes)}`);
+    if (run.peak_cuda_allocated_bytes != null) figures.push(`CUDA allocated ${formatBytes(run.peak_cuda_allocated_bytes)}`);
     const detail = document.createElement("div");
     detail.className = "genscope-run-figures";
     detail.textContent = figures.join(" · ");
