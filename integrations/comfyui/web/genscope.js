@@ -419,6 +419,7 @@ function listen() {
     try {
       const id = event?.detail?.prompt_id;
       if (id) state.ourPrompts.add(id);
+      while (state.ourPrompts.size > 200) state.ourPrompts.delete(state.ourPrompts.values().next().value);
       clearRun();
     } catch (e) { warn("execution_start", e); }
   });
