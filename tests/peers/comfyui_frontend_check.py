@@ -157,6 +157,16 @@ def main():
     others = set(fault.get("shown", [])) - {fault.get("broken")}
     check("... and the canvas goes on drawing every other node's figures",
           others and others <= set(fault.get("drawn_after", [])), str(fault))
+    placement = result.get("placement") or {}
+    check("placement: a subgraph's inner nodes added up on the subgraph node, marked when one is",
+          placement.get("12") == {"lines": ["2.50 s", "RAM 3.00 GiB", "2 of 2 nodes run"],
+                                  "marks": ["slowest"]}, str(placement.get("12")))
+    check("placement: a group node's expansion on its display node, added up with it",
+          placement.get("3") == {"lines": ["1.50 s", "RAM 2.00 GiB", "1 of 2 nodes run"],
+                                 "marks": ["peak RAM"]},
+          str(placement.get("3")))
+    check("placement: a node the graph lacks is kept under its own id (drawn nowhere)",
+          placement.get("77") == {"lines": ["cached"], "marks": []}, str(placement.get("77")))
     print(f"{len(FAILED)} failed" if FAILED else "comfyui frontend: every check passed")
     return 1 if FAILED else 0
 

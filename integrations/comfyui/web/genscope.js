@@ -107,25 +107,56 @@ function findNode(id) {
   }
 }
 
-// Shows a run's figures on the graph.
+// Which node of the graph shows each of the run's nodes, and what it shows: node id ->
+// {lines, marks, figure}. `exists(id)` says whether the graph has that node. A node the graph
+// lacks is shown on the node ComfyUI named in display_node (a group node's expansion), or on
+// the subgraph node that holds it (prompt id "12:5" -> node 12); several nodes on one graph
+// node are added up (time summed, peaks maximised) and marked when any of them is.
+export function placeFigures(run, exists) {
+  const groups = new Map();
+  for (const node of run.nodes) {
+    if (!node || typeof node !== "object") throw new Error("a run's node is not an object");
+    let id = String(node.node_id);
+    if (!exists(id)) {
+      const outer = id.split(":")[0];
+      if (node.display_node != null && exists(String(node.display_node))) id = String(node.display_node);
+      else if (id.includes(":") && exists(outer)) id = outer;
+    }
+    if (!groups.has(id)) groups.set(id, []);
+    groups.get(id).push(node);
+  }
+  const shown = {};
+  for (const [id, members] of groups) {
+    if (members.length === 1) {
+      shown[id] = { ...nodeLines(members[0], run), figure: members[0] };
+      continue;
+    }
+    const ran = members.filter((m) => !m.cached);
+    const highest = (key) => ran.reduce((best, m) => (m[key] != null && (best == null || m[key] > best) ? m[key] : best), null);
+    const figure = {
+      node_id: id, members: members.map((m) => String(m.node_id)), cached: ran.length === 0,
+      duration_ns: ran.reduce((sum, m) => sum + (m.duration_ns || 0), 0),
+      status: ran.some((m) => m.status === "failed") ? "failed" : "ok", blocked: false,
+      peak_ram_bytes: highest("peak_ram_bytes"), peak_vram_bytes: highest("peak_vram_bytes"),
+    };
+    const { lines } = nodeLines(figure, run);
+    if (!figure.cached) lines.push(`${ran.length} of ${members.length} nodes run`);
+    const marks = [["slowest", "slowest"], ["highest_ram", "peak RAM"], ["highest_vram", "peak VRAM"]]
+      .filter(([key]) => members.some((m) => run[key] != null && String(m.node_id) === String(run[key])))
+      .map(([, name]) => name);
+    shown[id] = { lines, marks, figure };
+  }
+  return shown;
+}
+
+// Shows a run's figures on the graph (a malformed run changes nothing).
 export function applyRun(run) {
   try {
     if (!run || !Array.isArray(run.nodes)) return;
+    const shown = placeFigures(run, (id) => findNode(id) != null);
     state.run = run;
-    state.shown = {};
+    state.shown = shown;
     state.drawn = {};
-    for (const node of run.nodes) {
-      // A node expanded from a group or subgraph is shown on the node the user sees.
-      const id = findNode(node.node_id) ? node.node_id : node.display_node ?? node.node_id;
-      const entry = nodeLines(node, run);
-      if (state.shown[id]) {
-        // several steps on one visible node: keep every figure line, marks united
-        state.shown[id].lines.push(...entry.lines);
-        state.shown[id].marks.push(...entry.marks);
-      } else {
-        state.shown[id] = { ...entry, figure: node };
-      }
-    }
     redraw();
     refreshPanel();
   } catch (e) {
@@ -148,7 +179,14 @@ const LINE = 15;
 
 // The outline of a marked node, drawn with the node (node space: the origin is the top left of
 // its body, the title above it).
+// The figures belong to the nodes of the root graph: inside a subgraph, ids are the subgraph's.
+function onRootGraph(graph) {
+  const root = app?.rootGraph ?? app?.graph;
+  return !graph || !root || graph === root;
+}
+
 function drawOutline(node, ctx) {
+  if (!onRootGraph(node.graph)) return;
   const entry = state.shown[String(node.id)];
   if (!entry?.marks.length || !ctx) return;
   const collapsed = !!node.flags?.collapsed;
@@ -205,7 +243,7 @@ function hookDrawing(nodeType) {
     const result = original?.apply(this, [ctx, ...rest]);
     try {
       drawOutline(this, ctx);
-      if (!state.canvasPass) drawBox(this, ctx);
+      if (!state.canvasPass && onRootGraph(this.graph)) drawBox(this, ctx);
     } catch (e) {
       state.errors += 1;
       warn("drawing a node's figures", e);
@@ -225,6 +263,7 @@ function hookCanvas() {
       state.canvasPass = true;
       if (!Object.keys(state.shown).length) return result;
       const graph = this.graph ?? app.graph;
+      if (!onRootGraph(graph)) return result;
       for (const node of graph?._nodes ?? graph?.nodes ?? []) {
         if (!state.shown[String(node.id)] || !node.pos) continue;
         ctx.save();
@@ -436,7 +475,7 @@ function listen() {
 async function register() {
   [app, api] = await comfyModules();
   if (!app?.registerExtension || !api?.addEventListener) throw new Error("no app/api of ComfyUI");
-  globalThis.genscopeComfyUI = { state, applyRun, clearRun, openPanel, nodeLines, formatSeconds, formatBytes };
+  globalThis.genscopeComfyUI = { state, applyRun, clearRun, openPanel, nodeLines, placeFigures, formatSeconds, formatBytes };
   app.registerExtension({
     name: "genscope.graph",
     async beforeRegisterNodeDef(nodeType) {

@@ -172,6 +172,7 @@ try {
     for (const detail of [null, "text", { nodes: "not a list" }, { prompt_id: 5, nodes: [null, 7] }]) {
       api.dispatchEvent(new CustomEvent("genscope.run", { detail }));
     }
+    genscopeComfyUI.applyRun({ prompt_id: before, nodes: [null, 7] });  // malformed: a warning, nothing shown changes
     const ids = Object.keys(s.shown);
     s.shown[ids[0]] = { lines: null, marks: [] };  // drawing it throws
     s.drawn = {};
@@ -179,6 +180,19 @@ try {
     await new Promise((r) => setTimeout(r, 1000));
     return { run_kept: s.run?.prompt_id === before, broken: ids[0], errors: s.errors,
              drawn_after: Object.keys(s.drawn), shown: ids };
+  });
+  // Placement (no subgraph in this workflow, so with a run made up here): nodes "12:5" and
+  // "12:6" of a subgraph node 12, a node of a group expansion shown on its display node 3, and
+  // a node the graph does not have.
+  result.placement = await page.evaluate(() => {
+    const run = { slowest: "12:5", highest_ram: "3", highest_vram: null, nodes: [
+      { node_id: "3", status: "ok", cached: false, duration_ns: 1.5e9, peak_ram_bytes: 2 ** 31 },
+      { node_id: "12:5", status: "ok", cached: false, duration_ns: 2e9, peak_ram_bytes: 2 ** 30 },
+      { node_id: "12:6", status: "ok", cached: false, duration_ns: 0.5e9, peak_ram_bytes: 3 * 2 ** 30 },
+      { node_id: "40", display_node: "3", status: "ok", cached: true, duration_ns: 1 },
+      { node_id: "77", status: "ok", cached: true, duration_ns: 1 } ] };
+    const shown = genscopeComfyUI.placeFigures(run, (id) => ["3", "12"].includes(id));
+    return Object.fromEntries(Object.entries(shown).map(([k, v]) => [k, { lines: v.lines, marks: v.marks }]));
   });
   await finish(0);
 } catch (e) {
