@@ -97,7 +97,7 @@ function redraw() {
 
 function findNode(id) {
   try {
-    const graph = app?.graph;
+    const graph = app?.rootGraph ?? app?.graph;
     if (!graph) return null;
     return graph.getNodeById?.(id) ?? graph.getNodeById?.(Number(id)) ??
       (graph._nodes || graph.nodes || []).find((n) => String(n.id) === String(id)) ?? null;
