@@ -25,3 +25,7 @@ try:
 except Exception as _e:  # whatever happens, ComfyUI goes on starting
     logging.getLogger("genscope.comfyui").warning(
         "genscope: not monitoring: setup failed: %s: %s", type(_e).__name__, _e)
+
+# The frontend extension (web/genscope.js: the figures on the graph, the runs panel), served by
+# ComfyUI at /extensions/<folder>/ only while the package monitors (it reads /genscope/...).
+WEB_DIRECTORY = "./web" if PLUGIN is not None else None

@@ -6,7 +6,7 @@ import os
 import queue
 import threading
 
-from . import hooks, routes
+from . import graph, hooks, routes
 from .recorder import PromptRecorder
 from .store import RunStore, log_line
 
@@ -144,6 +144,7 @@ def setup(environ=None):
     def finished(doc, summary):  # on the writer thread
         path = store.write(doc, store.add(doc, summary))
         log.info(log_line(doc, summary, path))
+        graph.announce(instance, doc)  # the frontend extension's figures (web/genscope.js)
 
     recorder = PromptRecorder(monitor, prompt_lookup(instance), finished, version,
                               oom_state=hooks.cuda_allocator_state)
@@ -157,6 +158,7 @@ def setup(environ=None):
     recorder.setup_errors = errors
     try:
         routes.add_routes(instance.routes, store, genscope)
+        graph.add_routes(instance.routes, store)
     except Exception as e:  # runs are still recorded and written
         errors.append(("comfyui.routes", f"the /genscope routes are not served: "
                        f"{type(e).__name__}: {e}"))
