@@ -224,6 +224,15 @@ def hook_node_events(progress_module, recorder, errors):
         handlers = getattr(registry, "handlers", None)
         if isinstance(handlers, dict) and handlers.get("genscope") is not handler:
             return "the handler did not reach the prompt's registry"
+        if isinstance(handlers, dict) and next(iter(handlers)) != "genscope":
+            # First in line: ComfyUI's own handler sends a progress_state message, which wakes
+            # its server thread (tens of ms on a loaded machine before the prompt thread goes
+            # on); called before it at both start and finish, a node's step neither begins
+            # after that delay nor ends before it.
+            others = [(k, v) for k, v in handlers.items() if k != "genscope"]
+            handlers.clear()
+            handlers["genscope"] = handler
+            handlers.update(others)
         rec.dynprompt = getattr(registry, "dynprompt", None)
         return None
 
