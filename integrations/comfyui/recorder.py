@@ -215,6 +215,12 @@ class PromptRecorder:
         self.is_async = None
         self.run_labels = None
         self.queued_at = None
+        # The moment (time.monotonic_ns()) the message or event being handled arrived: node
+        # steps begin and end there, so that the time genscope spends between ending one step
+        # and opening the next (its probes, waiting for the GIL on a loaded machine) is not
+        # taken from the node. None: the genscope module has no start_ns / at_ns (older).
+        self.moment = None
+        self.timestamps = True
         self._reset()
 
     def _reset(self):
@@ -258,7 +264,9 @@ class PromptRecorder:
         after_message()."""
         if event not in self.EVENTS or not isinstance(data, dict):
             return
+        moment = time.monotonic_ns()
         with self.lock:
+            self.moment = moment
             try:
                 self._dispatch(event, data)
             except Exception as e:  # the monitor must never break ComfyUI
@@ -462,9 +470,9 @@ class PromptRecorder:
         cls, name, expanded = self._node_info(node_id)
         kind = step_kind(cls)
         if lane is not None:
-            step = lane.call(lambda: self.run.step(kind, name, source="comfyui"))
+            step = lane.call(lambda: self._step(kind, name))
         else:
-            step = self.run.step(kind, name, source="comfyui")
+            step = self._step(kind, name)
         step.label("comfyui.node_id", node_id)
         step.label("comfyui.class_type", cls)
         if display_node is None and expanded:
@@ -480,6 +488,24 @@ class PromptRecorder:
                 "comfyui", f"node {node_id} is not in the prompt's graph; its class is unknown")
         return _NodeStep(node_id, step, kind, lane)
 
+    def _step(self, kind, name):
+        """A node step that began at the moment of the message or event, where the genscope
+        module takes one (start_ns)."""
+        if self.timestamps and self.moment is not None:
+            try:
+                return self.run.step(kind, name, source="comfyui", start_ns=self.moment)
+            except TypeError:  # an older genscope module: no start_ns
+                self.timestamps = False
+        return self.run.step(kind, name, source="comfyui")
+
+    def _end(self, step):
+        if self.timestamps and self.moment is not None:
+            try:
+                return step.end(at_ns=self.moment)
+            except TypeError:
+                self.timestamps = False
+        return step.end()
+
     def _close(self, node_id, skip=None):
         ns = self.open.pop(node_id, None)
         if ns is None:
@@ -489,11 +515,11 @@ class PromptRecorder:
             ns.step.skip(skip)
         if ns.lane is not None:
             try:
-                ns.lane.call(ns.step.end)
+                ns.lane.call(lambda: self._end(ns.step))
             finally:
                 ns.lane.close()
         else:
-            ns.step.end()
+            self._end(ns.step)
 
     def _close_all(self, skip=None):
         for node_id in reversed(list(self.open)):
@@ -545,7 +571,9 @@ class PromptRecorder:
     # -- node events (ComfyUI's progress registry, hooks.py) --------------------------------
 
     def _event(self, what, prompt_id, function):
+        moment = time.monotonic_ns()
         with self.lock:
+            self.moment = moment
             try:
                 if self.events and self._ours(prompt_id, what):
                     function()

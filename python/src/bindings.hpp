@@ -76,8 +76,9 @@ class PyStep {
   explicit PyStep(Step step) : step_(std::move(step)), owner_(std::this_thread::get_id()) {}
   ~PyStep();
   Step& get() { return step_; }
-  /// Ends the step; genscope.Error("StepWrongThread") from another thread.
-  void end();
+  /// Ends the step (at `at_ns` on the steady clock when given); genscope.Error
+  /// ("StepWrongThread") from another thread.
+  void end(std::optional<std::int64_t> at_ns = std::nullopt);
 
  private:
   Step step_;

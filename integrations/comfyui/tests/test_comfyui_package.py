@@ -165,6 +165,12 @@ class PackageTest(unittest.TestCase):
                                                      ("p3", workflow(fake, seed=2), extra)])
             self.plugin.flush()
         first, second, third = self.docs("p1", "p2", "p3")
+        # one node ends and the next begins at the same message: nothing between them is lost
+        # to genscope's own work (probes, the GIL) at the switch
+        ordered = sorted(steps_by_node(first).values(), key=lambda s: s["start_offset_ns"])
+        for before, after in zip(ordered, ordered[1:]):
+            self.assertEqual(before["start_offset_ns"] + before["duration_ns"],
+                             after["start_offset_ns"], (before["name"], after["name"]))
         self.assertEqual(first["labels"]["comfyui.client_id"], "abc")
         self.check_first_prompt(first, client=True, title9="Invert it")
         self.assertEqual([sent for _, sent in last_sent], [True] * 3)
