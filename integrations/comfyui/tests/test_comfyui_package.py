@@ -565,6 +565,55 @@ class PackageTest(unittest.TestCase):
         self.assertEqual(doc["steps"][-1]["kind"], "sampling")
         self.assertEqual(doc["steps"][-1]["labels"]["comfyui.display_node"], "3")
 
+    def test_an_older_genscope_module_without_start_ns(self):
+        """A genscope module whose run.step has no start_ns (older than the package): steps
+        are opened and ended when the recorder gets to them, with no error."""
+        _, package, _ = self.load()
+        recorder_mod = sys.modules[package.__name__ + ".recorder"]
+
+        class OldRun:
+            def __init__(self, run):
+                self.run = run
+
+            def step(self, kind, name, source=None):
+                return OldStep(self.run.step(kind, name, source=source))
+
+            def __getattr__(self, name):
+                return getattr(self.run, name)
+
+        class OldStep:
+            def __init__(self, step):
+                self.inner = step
+
+            def end(self):
+                self.inner.end()
+
+            def __getattr__(self, name):
+                return getattr(self.inner, name)
+
+        class OldMonitor:
+            def __init__(self):
+                self.monitor = genscope.Monitor(nvml=False)
+
+            def start_run(self, **kwargs):
+                return OldRun(self.monitor.start_run(**kwargs))
+        prompt = {"1": {"class_type": "EmptyImage", "inputs": {}},
+                  "2": {"class_type": "SaveImage", "inputs": {}}}
+        finished = []
+        rec = recorder_mod.PromptRecorder(OldMonitor(), lambda pid: (prompt, {}),
+                                          lambda doc, summary: finished.append(doc))
+        for event, data in (("execution_start", {"prompt_id": "p"}),
+                            ("executing", {"node": "1", "prompt_id": "p"}),
+                            ("executing", {"node": "2", "prompt_id": "p"}),
+                            ("execution_success", {"prompt_id": "p"})):
+            rec.on_message(event, data)
+            rec.after_message()
+        doc, = finished
+        self.assertFalse(rec.timestamps)
+        self.assertEqual([(s["name"], s["status"]) for s in doc["steps"]],
+                         [("1 EmptyImage", "ok"), ("2 SaveImage", "ok")])
+        self.assertEqual(doc["monitoring_errors"], [])
+
     def test_subgraph_titles(self):
         _, package, _ = self.load()
         recorder_mod = sys.modules[package.__name__ + ".recorder"]
