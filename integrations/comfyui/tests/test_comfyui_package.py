@@ -614,6 +614,22 @@ class PackageTest(unittest.TestCase):
                          [("1 EmptyImage", "ok"), ("2 SaveImage", "ok")])
         self.assertEqual(doc["monitoring_errors"], [])
 
+    def test_gpu_figures_in_the_summary(self):
+        _, package, _ = self.load()
+        store = sys.modules[package.__name__ + ".store"]
+        doc = {"labels": {"comfyui.allocator_excludes_managed_weights": "true"}, "steps": [
+            {"metrics": [{"name": "gpu0.process_used_bytes", "peak": 6 * 2**30},
+                         {"name": "gpu0.used_bytes", "peak": 9 * 2**30},
+                         {"name": "alloc.cuda:0.allocated_bytes", "peak": 2**30},
+                         {"name": "alloc.cuda:0.reserved_bytes", "peak": 3 * 2**30}]}],
+               "duration_ns": 10**9}
+        summary = {"prompt_id": "p", "status": "success", "nodes_executed": 1, "nodes_cached": 0}
+        entry = store.summarize(doc, summary, "x.json")
+        self.assertEqual(entry["peak_gpu_process_bytes"], 6 * 2**30)
+        self.assertTrue(entry["cuda_allocated_excludes_managed_weights"])
+        self.assertIn("peak GPU (process, NVML) 6.00 GiB, peak CUDA allocated 1.00 GiB (without "
+                      "the weights dynamic VRAM manages)", store.log_line(doc, summary, "x.json"))
+
     def test_subgraph_titles(self):
         _, package, _ = self.load()
         recorder_mod = sys.modules[package.__name__ + ".recorder"]
