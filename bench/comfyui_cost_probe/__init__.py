@@ -48,8 +48,10 @@ def _install(json_data):
         plugin = getattr(package, "PLUGIN", None)
         if plugin is not None:
             recorder = plugin.recorder
-            for name in ("on_message", "after_message", "model_step", "model_step_done"):
-                setattr(recorder, name, _timed(getattr(recorder, name), name))
+            for name in ("on_message", "after_message", "model_step", "model_step_done",
+                         "node_started", "node_progress", "node_finished"):  # node events:
+                if hasattr(recorder, name):  # ComfyUI's progress registry, where it has one
+                    setattr(recorder, name, _timed(getattr(recorder, name), name))
             import genscope
             genscope.Step.end = _timed(genscope.Step.end, "Step.end (model steps)")
             _totals["installed"] = True

@@ -427,8 +427,19 @@ class PromptRecorder:
         finally:
             self._reset()
 
+        # The run ends at the moment of ComfyUI's last message, not when the writer thread
+        # gets to it (after ComfyUI's gc.collect() between prompts, which holds the GIL for
+        # hundreds of ms after a large prompt).
+        end = self.moment if self.timestamps else None
+
         def complete():  # every step is ended: any thread may finish the run
-            self.on_finished(run.finish(), summary)
+            doc = None
+            if end is not None:
+                try:
+                    doc = run.finish(at_ns=end)
+                except TypeError:  # an older genscope module: no at_ns
+                    doc = None
+            self.on_finished(doc if doc is not None else run.finish(), summary)
         if self.defer is None:
             complete()
         else:

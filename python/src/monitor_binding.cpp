@@ -186,10 +186,10 @@ PyRun::~PyRun() {
   run_ = ActiveRun();
 }
 
-const Run& PyRun::finish() {
+const Run& PyRun::finish(std::optional<std::int64_t> at_ns) {
   if (!finished_) {
     py::gil_scoped_release release;
-    finished_ = run_.finish();
+    finished_ = at_ns ? run_.finish_at(*at_ns) : run_.finish();
   }
   return *finished_;
 }
@@ -293,8 +293,14 @@ void register_monitor(py::module_& m) {
           "the step began, when that moment was noted before (its baseline figures are taken "
           "now).")
       .def(
-          "finish", [](PyRun& self) { return run_to_python(self.finish()); },
-          "Ends the run (idempotent) and returns the run document as a dict.")
+          "finish",
+          [](PyRun& self, std::optional<std::int64_t> at_ns) {
+            return run_to_python(self.finish(at_ns));
+          },
+          py::arg("at_ns") = py::none(),
+          "Ends the run (idempotent) and returns the run document as a dict; `at_ns` "
+          "(time.monotonic_ns(), not before its start): it ended then, at a moment noted "
+          "before (e.g. on another thread).")
       .def(
           "snapshot", [](PyRun& self) { return run_to_python(self.current()); },
           "The run document recorded so far (open steps have status 'running').")

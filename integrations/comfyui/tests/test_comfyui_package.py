@@ -171,6 +171,10 @@ class PackageTest(unittest.TestCase):
         for before, after in zip(ordered, ordered[1:]):
             self.assertEqual(before["start_offset_ns"] + before["duration_ns"],
                              after["start_offset_ns"], (before["name"], after["name"]))
+        # the run ends at ComfyUI's execution_success, like its last node, not when the
+        # writer thread finishes it
+        self.assertEqual(ordered[-1]["start_offset_ns"] + ordered[-1]["duration_ns"],
+                         first["duration_ns"])
         self.assertEqual(first["labels"]["comfyui.client_id"], "abc")
         self.check_first_prompt(first, client=True, title9="Invert it")
         self.assertEqual([sent for _, sent in last_sent], [True] * 3)
