@@ -241,10 +241,12 @@ def prompt_worker(fake, items):
 class Patcher:
     """A ModelPatcher: .model (the torch module's class is what is reported), model_size()."""
 
-    def __init__(self, model, size):
+    def __init__(self, model, size, load_seconds=0.0):
         self.model, self.size, self.resident = model, size, 0
+        self.load_seconds = load_seconds  # how long loading its weights takes
 
     def load(self):
+        time.sleep(self.load_seconds)
         self.resident = self.size
 
     def model_size(self):

@@ -25,7 +25,7 @@ import genscope  # noqa: E402
 def workflow(fake, fail_at=None, interrupt_at=None, exception=None, seed=1):
     mm = fake.mm
     clip = Patcher(SD1ClipModel(), 1000)
-    unet = Patcher(BaseModel(), 5000)
+    unet = Patcher(BaseModel(), 5000, load_seconds=0.1)
 
     def loader(server):
         time.sleep(0.02)
@@ -118,8 +118,10 @@ class PackageTest(unittest.TestCase):
         self.assertEqual(nodes["9"]["labels"]["comfyui.class_type"], "ImageInvert")
         self.assertTrue(all(s["status"] == "ok" and s["parent_id"] == -1 for s in nodes.values()))
         self.assertEqual(nodes["5"]["iterations"]["count"], 4)
-        # the sampler's iterations start after its model was loaded
-        self.assertLess(nodes["5"]["iterations"]["first_ns"], 15e6)
+        # the sampler's iterations start after its model was loaded (0.1 s; an iteration
+        # sleeps 10 ms)
+        self.assertLess(nodes["5"]["iterations"]["first_ns"], 90e6)
+        self.assertGreaterEqual(nodes["5"]["duration_ns"], 140e6)
         self.assertGreaterEqual(nodes["1"]["duration_ns"], 20e6)
         if client:
             self.assertEqual(nodes["7"]["counters"], {"images": 1.0})
