@@ -44,7 +44,12 @@ def _timed(function, name):
 
 def _install(json_data):
     if not _totals.get("installed"):
-        package = sys.modules.get("genscope_comfyui")
+        # v0.3.18 imports a custom node package under its folder name; later versions under
+        # another key (its path): the module whose file is in custom_nodes/genscope_comfyui
+        package = sys.modules.get("genscope_comfyui") or next(
+            (m for m in list(sys.modules.values())
+             if "genscope_comfyui" in str(getattr(m, "__file__", "") or "")
+             and getattr(m, "PLUGIN", None) is not None), None)
         plugin = getattr(package, "PLUGIN", None)
         if plugin is not None:
             recorder = plugin.recorder
