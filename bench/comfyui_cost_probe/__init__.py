@@ -44,12 +44,19 @@ def _timed(function, name):
 
 def _install(json_data):
     if not _totals.get("installed"):
-        package = sys.modules.get("genscope_comfyui")
+        # v0.3.18 imports a custom node package under its folder name; later versions under
+        # another key (its path): the module whose file is in custom_nodes/genscope_comfyui
+        package = sys.modules.get("genscope_comfyui") or next(
+            (m for m in list(sys.modules.values())
+             if "genscope_comfyui" in str(getattr(m, "__file__", "") or "")
+             and getattr(m, "PLUGIN", None) is not None), None)
         plugin = getattr(package, "PLUGIN", None)
         if plugin is not None:
             recorder = plugin.recorder
-            for name in ("on_message", "after_message", "model_step", "model_step_done"):
-                setattr(recorder, name, _timed(getattr(recorder, name), name))
+            for name in ("on_message", "after_message", "model_step", "model_step_done",
+                         "node_started", "node_progress", "node_finished"):  # node events:
+                if hasattr(recorder, name):  # ComfyUI's progress registry, where it has one
+                    setattr(recorder, name, _timed(getattr(recorder, name), name))
             import genscope
             genscope.Step.end = _timed(genscope.Step.end, "Step.end (model steps)")
             _totals["installed"] = True

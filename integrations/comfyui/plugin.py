@@ -1,9 +1,11 @@
 """Sets genscope up inside a running ComfyUI: monitor, recorder, hooks, routes."""
 
+import importlib
 import json
 import logging
 import os
 import queue
+import sys
 import threading
 
 from . import graph, hooks, routes
@@ -70,6 +72,17 @@ def prompt_lookup(server_instance):
                 return item[2], item[3]
         return None
     return lookup
+
+
+def optional_module(name):
+    """The module, or None where this ComfyUI does not have it (an older version)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+    except Exception as e:  # present but broken: the message stream still works
+        log.warning("genscope: %s is not usable: %s: %s", name, type(e).__name__, e)
+        return None
 
 
 def env_flag(value):
@@ -155,6 +168,19 @@ def setup(environ=None):
     errors = []
     hooks.hook_no_client(execution, recorder, errors)
     hooks.hook_model_management(mm, recorder, errors)
+    # ComfyUI's official hooks, where this ComfyUI has them (feature detection).
+    found = []
+    if hooks.hook_node_events(optional_module("comfy_execution.progress"), recorder, errors):
+        found.append("node events")
+    if hooks.hook_executing_context(optional_module("comfy_execution.utils"), recorder):
+        found.append("executing context")
+    try:
+        if hooks.hook_on_prompt(instance, recorder):
+            found.append("on-prompt handler")
+    except Exception as e:
+        errors.append(("comfyui.hooks", f"add_on_prompt_handler: {type(e).__name__}: {e}"))
+    recorder.is_async = hooks.async_classes(lambda: sys.modules.get("nodes"))
+    recorder.run_labels = hooks.run_labels
     recorder.setup_errors = errors
     try:
         routes.add_routes(instance.routes, store, genscope)
@@ -164,7 +190,7 @@ def setup(environ=None):
                        f"{type(e).__name__}: {e}"))
     line = (f"genscope {genscope.__version__}: monitoring ComfyUI {version or '?'} prompts; run "
             f"documents in {options['runs_dir']}; history {'on' if options['record'] else 'off'}"
-            "; GET /genscope/runs")
+            f"; GET /genscope/runs; hooks: {', '.join(found + ['messages'])}")
     if errors:
         line += f"; {len(errors)} hook(s) not installed (see each run's monitoring errors)"
     log.info(line)

@@ -11,12 +11,19 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 log = logging.getLogger("genscope.comfyui")
 
 
+_GPU_PROCESS = re.compile(r"^gpu\d+\.process_used_bytes$")
+_CUDA_ALLOCATED = re.compile(r"^alloc\.cuda:\d+\.allocated_bytes$")  # not .reserved_bytes
+
+
 def _peak(doc, prefix):
-    """The highest step peak of the metrics whose name starts with `prefix`, or None."""
+    """The highest step peak of the metrics whose name starts with `prefix` (or matches it, a
+    compiled pattern), or None."""
     best = None
     for step in doc.get("steps", []):
         for metric in step.get("metrics", []):
-            if metric.get("name", "").startswith(prefix) and metric.get("peak") is not None:
+            name = metric.get("name", "")
+            found = prefix.match(name) if hasattr(prefix, "match") else name.startswith(prefix)
+            if found and metric.get("peak") is not None:
                 if best is None or metric["peak"] > best:
                     best = metric["peak"]
     return best
@@ -38,7 +45,10 @@ def summarize(doc, summary, path):
         "nodes_cached": summary.get("nodes_cached"),
         "failed_node": summary.get("failed_node"),
         "peak_rss_bytes": _peak(doc, "process.rss_bytes"),
-        "peak_cuda_allocated_bytes": _peak(doc, "alloc.cuda"),
+        "peak_gpu_process_bytes": _peak(doc, _GPU_PROCESS),
+        "peak_cuda_allocated_bytes": _peak(doc, _CUDA_ALLOCATED),
+        "cuda_allocated_excludes_managed_weights":
+            (doc.get("labels") or {}).get("comfyui.allocator_excludes_managed_weights") == "true",
         "model": (doc.get("pipeline") or {}).get("model"),
         "document": path,
     }
@@ -46,13 +56,19 @@ def summarize(doc, summary, path):
 
 def log_line(doc, summary, path):
     """`genscope: prompt ID success in 25.10 s, 7 nodes run, 0 cached, peak RSS 5.91 GiB[, peak
-    CUDA allocated ...] -> PATH`"""
+    GPU (process, NVML) ...][, peak CUDA allocated ...] -> PATH`: NVML's per-process figure
+    first, as it includes what torch's allocator does not see (comfy-aimdo's weights)."""
     line = (f"genscope: prompt {summary.get('prompt_id')} {summary.get('status')} in "
             f"{doc.get('duration_ns', 0) / 1e9:.2f} s, {summary.get('nodes_executed')} nodes run, "
             f"{summary.get('nodes_cached')} cached, peak RSS {_gib(_peak(doc, 'process.rss_bytes'))}")
-    cuda = _peak(doc, "alloc.cuda")
+    gpu = _peak(doc, _GPU_PROCESS)
+    if gpu is not None:
+        line += f", peak GPU (process, NVML) {_gib(gpu)}"
+    cuda = _peak(doc, _CUDA_ALLOCATED)
     if cuda is not None:
         line += f", peak CUDA allocated {_gib(cuda)}"
+        if (doc.get("labels") or {}).get("comfyui.allocator_excludes_managed_weights") == "true":
+            line += " (without the weights dynamic VRAM manages)"
     return line + (f" -> {path}" if path else "")
 
 

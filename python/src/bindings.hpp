@@ -59,8 +59,9 @@ class PyRun {
   explicit PyRun(ActiveRun run) : run_(std::move(run)) {}
   ~PyRun();
   ActiveRun& active() { return run_; }
-  /// Ends the run (idempotent) and returns the finished value.
-  const Run& finish();
+  /// Ends the run (idempotent; at `at_ns` on the steady clock when given) and returns the
+  /// finished value.
+  const Run& finish(std::optional<std::int64_t> at_ns = std::nullopt);
   /// The finished run, or a snapshot of the run in progress.
   Run current() const;
   bool finished() const { return finished_.has_value(); }
@@ -76,8 +77,9 @@ class PyStep {
   explicit PyStep(Step step) : step_(std::move(step)), owner_(std::this_thread::get_id()) {}
   ~PyStep();
   Step& get() { return step_; }
-  /// Ends the step; genscope.Error("StepWrongThread") from another thread.
-  void end();
+  /// Ends the step (at `at_ns` on the steady clock when given); genscope.Error
+  /// ("StepWrongThread") from another thread.
+  void end(std::optional<std::int64_t> at_ns = std::nullopt);
 
  private:
   Step step_;

@@ -186,10 +186,10 @@ PyRun::~PyRun() {
   run_ = ActiveRun();
 }
 
-const Run& PyRun::finish() {
+const Run& PyRun::finish(std::optional<std::int64_t> at_ns) {
   if (!finished_) {
     py::gil_scoped_release release;
-    finished_ = run_.finish();
+    finished_ = at_ns ? run_.finish_at(*at_ns) : run_.finish();
   }
   return *finished_;
 }
@@ -265,7 +265,8 @@ void register_monitor(py::module_& m) {
       .def(
           "step",
           [](PyRun& self, const std::string& kind, const std::string& name,
-             const std::optional<std::string>& source_override) {
+             const std::optional<std::string>& source_override,
+             std::optional<std::int64_t> start_ns) {
             const std::optional<StepKind> k = parse_step_kind(kind);
             if (!k) {
               throw Error("UnknownStepKind",
@@ -278,17 +279,28 @@ void register_monitor(py::module_& m) {
             Step step;
             {
               py::gil_scoped_release release;
-              step = self.active().step(*k, name, source.empty() ? nullptr : source.c_str());
+              const char* src = source.empty() ? nullptr : source.c_str();
+              step = start_ns ? self.active().step_at(*start_ns, *k, name, src)
+                              : self.active().step(*k, name, src);
             }
             return std::make_unique<PyStep>(std::move(step));
           },
-          py::arg("kind"), py::arg("name"), py::arg("source") = py::none(), py::keep_alive<0, 1>(),
+          py::arg("kind"), py::arg("name"), py::arg("source") = py::none(),
+          py::arg("start_ns") = py::none(), py::keep_alive<0, 1>(),
           "Opens a step (kind: model_loading, lora_application, text_encoding, "
           "latent_generation, sampling, vae_decode, save, custom); ends on `with` exit. "
-          "`source` replaces the calling file:line.")
+          "`source` replaces the calling file:line; `start_ns` (time.monotonic_ns()) is when "
+          "the step began, when that moment was noted before (its baseline figures are taken "
+          "now).")
       .def(
-          "finish", [](PyRun& self) { return run_to_python(self.finish()); },
-          "Ends the run (idempotent) and returns the run document as a dict.")
+          "finish",
+          [](PyRun& self, std::optional<std::int64_t> at_ns) {
+            return run_to_python(self.finish(at_ns));
+          },
+          py::arg("at_ns") = py::none(),
+          "Ends the run (idempotent) and returns the run document as a dict; `at_ns` "
+          "(time.monotonic_ns(), not before its start): it ended then, at a moment noted "
+          "before (e.g. on another thread).")
       .def(
           "snapshot", [](PyRun& self) { return run_to_python(self.current()); },
           "The run document recorded so far (open steps have status 'running').")

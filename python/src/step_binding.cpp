@@ -2,6 +2,7 @@
 // a fallback chain: an exception inside marks it failed and is suppressed).
 #include <pybind11/pybind11.h>
 
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -38,13 +39,17 @@ PyStep::~PyStep() {
   step_.end();
 }
 
-void PyStep::end() {
+void PyStep::end(std::optional<std::int64_t> at_ns) {
   if (!step_.active()) return;
   if (std::this_thread::get_id() != owner_) {
     throw Error("StepWrongThread", "a step must be ended by the thread that opened it");
   }
   py::gil_scoped_release release;
-  step_.end();
+  if (at_ns) {
+    step_.end_at(*at_ns, "explicit");
+  } else {
+    step_.end();
+  }
 }
 
 void register_step(py::module_& m) {
@@ -62,7 +67,10 @@ void register_step(py::module_& m) {
             return false;  // the pipeline's exception propagates unchanged
           },
           "Ends the step; an exception is recorded (type and message) and propagates.")
-      .def("end", &PyStep::end, "Ends the step now (idempotent).")
+      .def("end", &PyStep::end, py::arg("at_ns") = py::none(),
+           "Ends the step now (idempotent); `at_ns` (time.monotonic_ns(), not before its "
+           "start): when it ended, when that moment was noted before (its figures are taken "
+           "now).")
       .def(
           "mark_iteration", [](PyStep& self) { self.get().mark_iteration(); },
           "Records one iteration: the time since the previous mark (or begin_iterations()).")

@@ -49,6 +49,27 @@ class RunTest(unittest.TestCase):
                     return number
         raise AssertionError(needle)
 
+    def test_step_times_noted_before(self):
+        """start_ns / at_ns (time.monotonic_ns()): a step that began or ended at a moment noted
+        earlier (the ComfyUI package: the message that started or ended a node)."""
+        import time
+        with self.monitor.start_run(pipeline="t") as run:
+            began = time.monotonic_ns()
+            time.sleep(0.03)
+            step = run.step("custom", "noted", start_ns=began)
+            ended = time.monotonic_ns()
+            time.sleep(0.02)
+            step.end(at_ns=ended)
+            doc = run.finish()
+        s = step_by_name(doc, "noted")
+        run = self.monitor.start_run(pipeline="t")
+        ended = time.monotonic_ns()
+        time.sleep(0.03)
+        self.assertLess(run.finish(at_ns=ended)["duration_ns"], 30e6)
+        self.assertGreaterEqual(s["duration_ns"], 30e6)
+        self.assertLess(s["duration_ns"], ended - began + 1)
+        self.assertEqual(s["status"], "ok")
+
     def test_exception_is_recorded_and_propagates_unchanged(self):
         run = self.monitor.start_run(pipeline="t2v")
         boom = ValueError("latent shape (1, 16, 21, 60, 104) does not fit")

@@ -46,5 +46,10 @@ out=$("$GENSCOPE" comfyui install "$app" 2>&1); rc=$?
 out=$("$GENSCOPE" comfyui uninstall "$app" 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "\[TargetNotOurs\]" <<<"$out" || fail "foreign uninstall: rc=$rc $out"
 [ "$(cat "$target/file")" = mine ] || fail "a foreign folder is left alone"
+# selftest: refusals before anything starts (the real runs: tests/peers/comfyui_selftest.sh).
+out=$("$GENSCOPE" comfyui selftest "$tmp/nothing" --source "$pkg" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "\[NotComfyUI\]" <<<"$out" || fail "selftest not ComfyUI: rc=$rc $out"
+out=$("$GENSCOPE" comfyui selftest "$app" --source "$pkg" --python "$tmp/no-python" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "\[ExecFailed\]" <<<"$out" || fail "selftest without python: rc=$rc $out"
 set -e
 echo "comfyui install: ok"

@@ -1,12 +1,16 @@
 // `genscope comfyui install|uninstall COMFYUI_DIR [--copy] [--source DIR]`: puts the genscope
 // node package (integrations/comfyui, docs/comfyui.md) into ComfyUI's custom_nodes folder as
 // custom_nodes/genscope_comfyui, a symbolic link (default) or a copy; idempotent.
+// `genscope comfyui selftest COMFYUI_DIR [--python PY] ...`: runs the package's selftest driver
+// (selftest.py, with ComfyUI's Python) against that ComfyUI; its exit code is the command's.
 //
 // The folder is not called "genscope": ComfyUI imports a custom node package under its folder
 // name (sys.modules[name]), which would hide the genscope Python module the package uses.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -178,10 +182,32 @@ void uninstall(const std::string& comfyui) {
   std::cout << "uninstalled: " << target.string() << " removed; restart ComfyUI\n";
 }
 
+// Replaces this process with `python selftest.py COMFYUI_DIR [options]` (the package's driver).
+void selftest(const std::string& comfyui, const std::string& python, const std::string& source,
+              const std::vector<std::string>& passed) {
+  custom_nodes_of(comfyui);  // a clear error before starting anything
+  const fs::path script = find_package(source) / "selftest.py";
+  std::error_code ec;
+  if (!fs::is_regular_file(script, ec)) {
+    throw Error("PackageNotFound", script.string() + " is missing: the package is older than "
+                                                     "this genscope");
+  }
+  std::vector<std::string> args{python, script.string(), comfyui};
+  args.insert(args.end(), passed.begin(), passed.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  execvp(argv[0], argv.data());
+  throw Error("ExecFailed", "cannot run " + python + ": " + std::strerror(errno) +
+                                " (give ComfyUI's Python with --python)");
+}
+
 }  // namespace
 
 void register_comfyui_command(CLI::App& app, CommandContext& context) {
-  CLI::App* cmd = app.add_subcommand("comfyui", "Install the genscope node package into ComfyUI");
+  CLI::App* cmd = app.add_subcommand(
+      "comfyui", "Install the genscope node package into ComfyUI, or check it against one");
   cmd->require_subcommand(1);
   struct Options {
     std::string comfyui, source;
@@ -206,6 +232,41 @@ void register_comfyui_command(CLI::App& app, CommandContext& context) {
   out->callback([o, &context] {
     uninstall(o->comfyui);
     context.exit_code = 0;
+  });
+  struct SelftestOptions {
+    std::string comfyui, python = "python3", source, checkpoint, pythonpath, record;
+    int port = 0;
+    bool keep = false;
+  };
+  auto t = std::make_shared<SelftestOptions>();
+  CLI::App* st = cmd->add_subcommand(
+      "selftest",
+      "Check the package against a ComfyUI: start it on loopback with --cpu in a scratch folder, "
+      "queue prompts (fresh, cached, failing, interrupted, async, no client id), compare node "
+      "times and counts with ComfyUI's own messages; one verdict line per check, exit 1 on a "
+      "failure, 2 when ComfyUI did not start");
+  st->add_option("comfyui_dir", t->comfyui, "The ComfyUI folder (has main.py, custom_nodes/)")
+      ->required();
+  st->add_option("--python", t->python,
+                 "The python3 that runs ComfyUI (it must import genscope; default python3)");
+  st->add_option("--source", t->source, "The package folder (as for install)");
+  st->add_option("--checkpoint", t->checkpoint,
+                 "Also run a checkpoint -> sampler -> decode workflow with this checkpoint file");
+  st->add_option("--pythonpath", t->pythonpath,
+                 "A folder put first on ComfyUI's PYTHONPATH (where the genscope module is)");
+  st->add_option("--record", t->record, "Write ComfyUI's messages of every prompt here (JSON)");
+  st->add_option("--port", t->port, "The port (default: a free one)");
+  st->add_flag("--keep", t->keep, "Keep the scratch folder");
+  st->callback([t] {
+    std::vector<std::string> passed;
+    for (const auto& [flag, value] : {std::pair{"--checkpoint", t->checkpoint},
+                                      std::pair{"--pythonpath", t->pythonpath},
+                                      std::pair{"--record", t->record}}) {
+      if (!value.empty()) passed.insert(passed.end(), {flag, value});
+    }
+    if (t->port != 0) passed.insert(passed.end(), {"--port", std::to_string(t->port)});
+    if (t->keep) passed.emplace_back("--keep");
+    selftest(t->comfyui, t->python, t->source, passed);
   });
 }
 

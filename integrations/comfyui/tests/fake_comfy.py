@@ -64,17 +64,23 @@ def make_modules(model_management_overrides=None):
 
         def model_load(self, lowvram_model_memory=0, force_patch_weights=False):
             mm.calls.append(("model_load", type(self.model.model).__name__))
-            self.model.loaded = True
+            self.model.load()
             return self.model.model
 
         def model_unload(self, memory_to_free=None, unpatch_weights=True):
             mm.calls.append(("model_unload", type(self.model.model).__name__))
-            self.model.loaded = False
+            if memory_to_free is not None and memory_to_free < self.model.resident:
+                self.model.resident -= memory_to_free  # a partial offload
+                return False
+            self.model.resident = 0
             return True
 
     def load_models_gpu(models, memory_required=0, force_patch_weights=False,
                         minimum_memory_required=None, force_full_load=False):
         for m in models:
+            if any(lm.model is m for lm in mm.current_loaded_models) \
+                    and m.resident >= m.size:
+                continue  # already loaded: ComfyUI loads nothing
             loaded = LoadedModel(m)
             loaded.model_load()
             mm.current_loaded_models.append(loaded)
@@ -188,6 +194,8 @@ def make_modules(model_management_overrides=None):
 
 def remove_modules():
     for name in ("server", "execution", "folder_paths", "comfy", "comfy.model_management",
+                 "comfy_execution", "comfy_execution.progress", "comfy_execution.utils",
+                 "comfy.memory_management", "comfy.model_patcher", "nodes",
                  "comfyui_version", "genscope_comfyui", "genscope_comfyui.plugin",
                  "genscope_comfyui.recorder", "genscope_comfyui.hooks", "genscope_comfyui.store",
                  "genscope_comfyui.routes", "genscope_comfyui.kinds"):
@@ -233,14 +241,19 @@ def prompt_worker(fake, items):
 class Patcher:
     """A ModelPatcher: .model (the torch module's class is what is reported), model_size()."""
 
-    def __init__(self, model, size):
-        self.model, self.size, self.loaded = model, size, False
+    def __init__(self, model, size, load_seconds=0.0):
+        self.model, self.size, self.resident = model, size, 0
+        self.load_seconds = load_seconds  # how long loading its weights takes
+
+    def load(self):
+        time.sleep(self.load_seconds)
+        self.resident = self.size
 
     def model_size(self):
         return self.size
 
     def loaded_size(self):
-        return self.size if self.loaded else 0
+        return self.resident
 
 
 class BaseModel:
@@ -255,3 +268,168 @@ def progress(server, value, total):
     """main.py's hijack_progress hook: always sent, to the prompt's client or to everyone."""
     server.send_sync("progress", {"value": value, "max": total, "prompt_id": server.last_prompt_id,
                                   "node": server.last_node_id}, server.client_id)
+
+
+# -- today's ComfyUI (0.3.64 read): the per-prompt progress registry and executing context ----
+
+def add_node_events(fake, with_context=True):
+    """Adds fake `comfy_execution.progress` / `comfy_execution.utils` modules with the surface
+    ComfyUI 0.3.64 has (read from its comfy_execution/progress.py and utils.py, not copied): a
+    registry per prompt (reset_progress_state(prompt_id, dynprompt): .prompt_id, .dynprompt,
+    .handlers by name), add_progress_handler(handler) (set_registry, then registered under
+    handler.name), get_progress_state(); the registry calls each enabled handler's
+    start_handler(node_id, state, prompt_id), update_handler(node_id, value, max_value, state,
+    prompt_id, image) and finish_handler(node_id, state, prompt_id)."""
+    progress_mod = types.ModuleType("comfy_execution.progress")
+
+    class Registry:
+        def __init__(self, prompt_id, dynprompt):
+            self.prompt_id, self.dynprompt, self.handlers = prompt_id, dynprompt, {}
+
+        def register_handler(self, handler):
+            self.handlers[handler.name] = handler
+
+        def _each(self):
+            return [h for h in self.handlers.values() if h.enabled]
+
+        def start_progress(self, node_id):
+            for h in self._each():
+                h.start_handler(node_id, {"state": "running"}, self.prompt_id)
+
+        def update_progress(self, node_id, value, max_value, image=None):
+            for h in self._each():
+                h.update_handler(node_id, value, max_value, {"state": "running"}, self.prompt_id,
+                                 image)
+
+        def finish_progress(self, node_id):
+            for h in self._each():
+                h.finish_handler(node_id, {"state": "finished"}, self.prompt_id)
+
+    class ProgressHandler:
+        def __init__(self, name):
+            self.name, self.enabled = name, True
+
+    state = {"registry": Registry("", None)}
+
+    def reset_progress_state(prompt_id, dynprompt):
+        state["registry"] = Registry(prompt_id, dynprompt)
+
+    def add_progress_handler(handler):
+        registry = state["registry"]
+        handler.set_registry(registry)
+        registry.register_handler(handler)
+
+    progress_mod.ProgressHandler = ProgressHandler
+    progress_mod.reset_progress_state = reset_progress_state
+    progress_mod.add_progress_handler = add_progress_handler
+    progress_mod.get_progress_state = lambda: state["registry"]
+    utils_mod = types.ModuleType("comfy_execution.utils")
+    utils_mod.context = None
+    utils_mod.get_executing_context = lambda: utils_mod.context
+    package = types.ModuleType("comfy_execution")
+    package.progress = progress_mod
+    modules = {"comfy_execution": package, "comfy_execution.progress": progress_mod}
+    if with_context:
+        package.utils = utils_mod
+        modules["comfy_execution.utils"] = utils_mod
+    sys.modules.update(modules)
+    fake.progress, fake.utils = progress_mod, utils_mod
+    return fake
+
+
+class DynPrompt:
+    """ComfyUI's DynamicPrompt as far as the package reads it: get_node, and for nodes a node
+    expanded into (ephemeral): get_parent_node_id / get_display_node_id / get_real_node_id."""
+
+    def __init__(self, prompt):
+        self.prompt, self.ephemeral = prompt, {}
+
+    def add_ephemeral_node(self, node_id, node, parent, display):
+        self.ephemeral[node_id] = (node, parent, display)
+
+    def get_node(self, node_id):
+        if node_id in self.prompt:
+            return self.prompt[node_id]
+        if node_id in self.ephemeral:
+            return self.ephemeral[node_id][0]
+        raise KeyError(node_id)
+
+    def get_parent_node_id(self, node_id):
+        return self.ephemeral[node_id][1] if node_id in self.ephemeral else None
+
+    def get_display_node_id(self, node_id):
+        return self.ephemeral[node_id][2] if node_id in self.ephemeral else node_id
+
+    def get_real_node_id(self, node_id):
+        while node_id in self.ephemeral:
+            node_id = self.ephemeral[node_id][1]
+        return node_id
+
+
+def modern_prompt(fake, prompt_id, prompt, extra, schedule):
+    """Runs one prompt the way ComfyUI 0.3.64's PromptExecutor.execute_async orders its calls,
+    on a thread of its own: execution_start, a new progress registry, execution_cached, then
+    the `schedule` — ("start", node) = registry.start_progress + `executing` (with a client id),
+    ("progress", node, value, max), ("finish", node) = finish_progress, ("context", node) =
+    the executing context, ("call", fn), ("error", data) / ("blocked", node, message) /
+    ("interrupt", node), ("success",) — then `executing None`. Returns the thread ident."""
+    server, executor = fake.server, fake.execution.PromptExecutor(fake.server)
+    dynprompt = DynPrompt(prompt)
+    idents = []
+
+    def work():
+        idents.append(threading.get_ident())
+        server.last_prompt_id = prompt_id
+        with server.prompt_queue.mutex:
+            server.prompt_queue.currently_running[0] = [0, prompt_id, prompt, extra, [], {}]
+        server.client_id = extra.get("client_id")
+        executor.add_message("execution_start", {"prompt_id": prompt_id}, broadcast=False)
+        fake.progress.reset_progress_state(prompt_id, dynprompt)
+        executor.add_message("execution_cached", {"nodes": [], "prompt_id": prompt_id},
+                             broadcast=False)
+        registry = fake.progress.get_progress_state()
+        for action, *rest in schedule:
+            if action == "start":
+                registry.start_progress(rest[0])
+                if server.client_id is not None:
+                    server.send_sync("executing", {"node": rest[0], "display_node": rest[0],
+                                                   "prompt_id": prompt_id}, server.client_id)
+            elif action == "progress":
+                registry.update_progress(rest[0], rest[1], rest[2])
+                server.send_sync("progress", {"value": rest[1], "max": rest[2],
+                                              "prompt_id": prompt_id, "node": rest[0]},
+                                 server.client_id)
+            elif action == "finish":
+                registry.finish_progress(rest[0])
+            elif action == "context":
+                fake.utils.context = types.SimpleNamespace(prompt_id=prompt_id, node_id=rest[0],
+                                                           list_index=None)
+            elif action == "expand":
+                dynprompt.add_ephemeral_node(rest[0], rest[1], rest[2], rest[2])
+            elif action == "call":
+                rest[0]()
+            elif action == "blocked":
+                server.send_sync("execution_error", {
+                    "prompt_id": prompt_id, "node_id": rest[0], "node_type": "x",
+                    "exception_message": f"Execution Blocked: {rest[1]}",
+                    "exception_type": "ExecutionBlocked", "traceback": []}, server.client_id)
+            elif action == "error":
+                executor.add_message("execution_error", {"prompt_id": prompt_id, **rest[0]},
+                                     broadcast=False)
+            elif action == "interrupt":
+                executor.add_message("execution_interrupted",
+                                     {"prompt_id": prompt_id, "node_id": rest[0]}, broadcast=True)
+            elif action == "success":
+                executor.add_message("execution_success", {"prompt_id": prompt_id},
+                                     broadcast=False)
+        fake.utils.context = None
+        with server.prompt_queue.mutex:
+            del server.prompt_queue.currently_running[0]
+        if server.client_id is not None:
+            server.send_sync("executing", {"node": None, "prompt_id": prompt_id},
+                             server.client_id)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(60)
+    return idents[0]

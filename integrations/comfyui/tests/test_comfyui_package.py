@@ -12,6 +12,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -24,7 +25,7 @@ import genscope  # noqa: E402
 def workflow(fake, fail_at=None, interrupt_at=None, exception=None, seed=1):
     mm = fake.mm
     clip = Patcher(SD1ClipModel(), 1000)
-    unet = Patcher(BaseModel(), 5000)
+    unet = Patcher(BaseModel(), 5000, load_seconds=0.1)
 
     def loader(server):
         time.sleep(0.02)
@@ -86,8 +87,10 @@ class PackageTest(unittest.TestCase):
         os.environ.update(self.env)
         self.tmp.cleanup()
 
-    def load(self, **mm_overrides):
+    def load(self, modern=False, **mm_overrides):
         fake = fake_comfy.make_modules(mm_overrides)
+        if modern:
+            fake_comfy.add_node_events(fake)
         fake.folder_paths.user_dir = self.tmp.name
         with self.assertLogs("genscope.comfyui", level="INFO") as logs:
             package = fake_comfy.load_package()
@@ -115,8 +118,10 @@ class PackageTest(unittest.TestCase):
         self.assertEqual(nodes["9"]["labels"]["comfyui.class_type"], "ImageInvert")
         self.assertTrue(all(s["status"] == "ok" and s["parent_id"] == -1 for s in nodes.values()))
         self.assertEqual(nodes["5"]["iterations"]["count"], 4)
-        # the sampler's iterations start after its model was loaded
-        self.assertLess(nodes["5"]["iterations"]["first_ns"], 15e6)
+        # the sampler's iterations start after its model was loaded (0.1 s; an iteration
+        # sleeps 10 ms)
+        self.assertLess(nodes["5"]["iterations"]["first_ns"], 90e6)
+        self.assertGreaterEqual(nodes["5"]["duration_ns"], 140e6)
         self.assertGreaterEqual(nodes["1"]["duration_ns"], 20e6)
         if client:
             self.assertEqual(nodes["7"]["counters"], {"images": 1.0})
@@ -162,6 +167,16 @@ class PackageTest(unittest.TestCase):
                                                      ("p3", workflow(fake, seed=2), extra)])
             self.plugin.flush()
         first, second, third = self.docs("p1", "p2", "p3")
+        # one node ends and the next begins at the same message: nothing between them is lost
+        # to genscope's own work (probes, the GIL) at the switch
+        ordered = sorted(steps_by_node(first).values(), key=lambda s: s["start_offset_ns"])
+        for before, after in zip(ordered, ordered[1:]):
+            self.assertEqual(before["start_offset_ns"] + before["duration_ns"],
+                             after["start_offset_ns"], (before["name"], after["name"]))
+        # the run ends at ComfyUI's execution_success, like its last node, not when the
+        # writer thread finishes it
+        self.assertEqual(ordered[-1]["start_offset_ns"] + ordered[-1]["duration_ns"],
+                         first["duration_ns"])
         self.assertEqual(first["labels"]["comfyui.client_id"], "abc")
         self.check_first_prompt(first, client=True, title9="Invert it")
         self.assertEqual([sent for _, sent in last_sent], [True] * 3)
@@ -338,6 +353,302 @@ class PackageTest(unittest.TestCase):
         fake, _, logs = self.load()  # a broken file: logged, defaults used
         self.assertTrue(any("ignoring settings" in line for line in logs), logs)
         self.assertIn(os.path.join(folder, "runs"), logs[-1])
+
+
+    # -- today's ComfyUI: node events ------------------------------------------------------
+
+    def modern_load(self):
+        """The fake ComfyUI with 0.3.64's progress registry and executing context, an async
+        node class and a lazy one in nodes.NODE_CLASS_MAPPINGS."""
+        fake, _, logs = self.load(modern=True)
+        self.assertIn("hooks: node events, executing context, messages", logs[-1])
+        nodes = types.ModuleType("nodes")
+
+        class ApiNode:
+            FUNCTION = "run"
+
+            async def run(self):
+                pass
+
+        class LazySwitch:
+            FUNCTION = "run"
+
+            def run(self):
+                pass
+        nodes.NODE_CLASS_MAPPINGS = {"ApiNode": ApiNode, "LazySwitch": LazySwitch}
+        sys.modules["nodes"] = nodes
+        return fake
+
+    MODERN_PROMPT = {
+        "1": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "m.safetensors"}},
+        "2": {"class_type": "ApiNode", "inputs": {}, "_meta": {"title": "Remote"}},
+        "3": {"class_type": "KSampler", "inputs": {"seed": 7, "steps": 2}},
+        "4": {"class_type": "LazySwitch", "inputs": {}},
+        "5": {"class_type": "GroupNode", "inputs": {}},
+        "6": {"class_type": "SaveImage", "inputs": {}},
+        "7": {"class_type": "ImageInvert", "inputs": {}},
+    }
+
+    def modern_schedule(self, fake):
+        sleep = lambda s: ("call", lambda: time.sleep(s))  # noqa: E731
+        return [
+            ("start", "2"), sleep(0.01),  # the async node goes pending
+            ("start", "1"), sleep(0.02), ("finish", "1"),
+            ("start", "3"), ("context", "3"), sleep(0.01), ("progress", "3", 1, 2), sleep(0.01),
+            ("progress", "3", 2, 2), ("finish", "3"),
+            sleep(0.01), ("finish", "2"),  # its task done, ComfyUI resumes it
+            ("start", "4"), sleep(0.005),  # lazy: asks for input 7 first
+            ("start", "7"), sleep(0.02), ("finish", "7"),
+            ("start", "4"), ("finish", "4"),  # re-entered
+            ("start", "5"), ("expand", "5.0", {"class_type": "VAEDecode", "inputs": {}}, "5"),
+            ("start", "5.0"), sleep(0.01), ("finish", "5.0"), ("finish", "5"),
+            ("start", "6"), ("blocked", "6", "no image"), ("finish", "6"),
+            ("success",)]
+
+    def check_modern(self, doc):
+        self.assertEqual(doc["monitoring_errors"], [])
+        self.assertEqual(doc["labels"]["comfyui.node_timing"], "node_events")
+        self.assertEqual(doc["labels"]["comfyui.status"], "success")
+        self.assertEqual(doc["labels"]["comfyui.nodes_executed"], "8")  # 1-7 and 5.0, once each
+        self.assertEqual(doc["labels"]["comfyui.nodes_blocked"], "1")
+        steps = [s for s in doc["steps"] if "comfyui.node_id" in s["labels"]]
+        by = {}
+        for s in steps:
+            by.setdefault(s["labels"]["comfyui.node_id"], []).append(s)
+        self.assertEqual(sorted(by), ["1", "2", "3", "4", "5", "5.0", "6", "7"])
+        self.assertEqual({n: len(v) for n, v in by.items() if len(v) > 1}, {"4": 2})
+        # the async node: its own start to its own finish, on a lane, nothing nested in it
+        api, = by["2"]
+        self.assertEqual(api["labels"]["comfyui.async"], "true")
+        self.assertEqual(api["name"], "2 Remote")
+        self.assertGreaterEqual(api["duration_ns"], 60e6)
+        self.assertNotEqual(api["thread"], by["1"][0]["thread"])
+        self.assertEqual([s["parent_id"] for n in ("1", "3", "4", "7") for s in by[n]],
+                         [-1] * 5)
+        self.assertGreaterEqual(by["1"][0]["duration_ns"], 20e6)
+        self.assertLess(by["1"][0]["duration_ns"], api["duration_ns"])
+        self.assertEqual(by["3"][0]["iterations"]["count"], 2)
+        # lazy: the first part ends when its input starts; the re-entry is not counted again
+        first, again = by["4"]
+        self.assertEqual(first["labels"]["comfyui.waited_for_inputs"], "true")
+        self.assertEqual(again["labels"]["comfyui.reentered"], "true")
+        # expanded: the inner node has its class and sits inside the node it came from
+        inner, = by["5.0"]
+        self.assertEqual((inner["kind"], inner["labels"]["comfyui.class_type"]),
+                         ("vae_decode", "VAEDecode"))
+        self.assertEqual(inner["parent_id"], by["5"][0]["id"])
+        self.assertEqual(inner["labels"]["comfyui.parent_node"], "5")
+        self.assertEqual(by["6"][0]["status"], "skipped")
+        self.assertIn("no image", by["6"][0]["error"]["message"])
+
+    def test_node_events_with_and_without_a_client_id(self):
+        """Today's ComfyUI: nodes timed by its per-prompt progress registry, for prompts with
+        and without a client id alike; async, lazily re-entered, expanded and blocked nodes."""
+        fake = self.modern_load()
+        for prompt_id, extra in (("m1", {"client_id": "c"}), ("m2", {})):
+            fake_comfy.modern_prompt(fake, prompt_id, self.MODERN_PROMPT, extra,
+                                     self.modern_schedule(fake))
+            doc, = self.docs(prompt_id)
+            self.check_modern(doc)
+
+    def test_node_events_failure_ends_a_pending_async_node(self):
+        fake = self.modern_load()
+        fake_comfy.modern_prompt(fake, "e1", self.MODERN_PROMPT, {}, [
+            ("start", "2"), ("start", "1"),
+            ("error", {"node_id": "1", "node_type": "CheckpointLoaderSimple",
+                       "exception_type": "builtins.ValueError", "exception_message": "bad",
+                       "traceback": []})])
+        doc, = self.docs("e1")
+        nodes = steps_by_node(doc)
+        self.assertEqual(nodes["1"]["status"], "failed")
+        self.assertEqual(nodes["2"]["status"], "skipped")
+        self.assertEqual(nodes["2"]["labels"]["comfyui.unfinished"], "true")
+        self.assertEqual(doc["labels"]["comfyui.status"], "error")
+
+    def test_node_events_registry_of_another_prompt_falls_back_to_messages(self):
+        fake = self.modern_load()
+        fake.progress.reset_progress_state = lambda prompt_id, dynprompt: None  # a changed ComfyUI
+        fake_comfy.modern_prompt(fake, "x1", self.MODERN_PROMPT, {"client_id": "c"},
+                                 [("start", "1"), ("finish", "1"), ("success",)])
+        doc, = self.docs("x1")
+        self.assertEqual(doc["labels"]["comfyui.node_timing"], "messages")
+        self.assertEqual(steps_by_node(doc)["1"]["status"], "ok")
+        self.assertIn("node events not available", doc["monitoring_errors"][0]["message"])
+
+    def test_node_event_handler_never_raises_into_comfyui(self):
+        fake = self.modern_load()
+        fake_comfy.modern_prompt(fake, "h1", self.MODERN_PROMPT, {}, [
+            ("call", lambda: [h.start_handler() for h in
+                              fake.progress.get_progress_state().handlers.values()]),
+            ("call", lambda: [h.update_handler(object(), None) for h in
+                              fake.progress.get_progress_state().handlers.values()]),
+            ("start", "1"), ("finish", "1"), ("success",)])
+        doc, = self.docs("h1")
+        self.assertEqual(doc["labels"]["comfyui.status"], "success")
+        self.assertEqual(steps_by_node(doc)["1"]["status"], "ok")
+
+    def test_model_loads_by_what_happened(self):
+        """A load is a step only when something was loaded; unloads are complete or partial by
+        the bytes left loaded; model steps name the node ComfyUI's executing context gives."""
+        fake = self.modern_load()
+        mm = fake.mm
+        unet = Patcher(BaseModel(), 5000)
+        calls = [
+            ("start", "3"), ("context", "3"),
+            ("call", lambda: mm.load_models_gpu([unet])),
+            ("call", lambda: mm.load_models_gpu([unet])),  # already loaded: no step
+            ("call", lambda: mm.current_loaded_models[0].model_unload(2000)),
+            ("call", lambda: mm.current_loaded_models[0].model_unload()),
+            ("finish", "3"), ("success",)]
+        fake_comfy.modern_prompt(fake, "l1", self.MODERN_PROMPT, {}, calls)
+        doc, = self.docs("l1")
+        model_steps = [s for s in doc["steps"] if s["source"] == "comfy.model_management"]
+        self.assertEqual([s["name"] for s in model_steps],
+                         ["load_models_gpu", "model_load", "model_unload", "model_unload"])
+        self.assertEqual({s["labels"]["comfyui.for_node"] for s in model_steps}, {"3"})
+        self.assertEqual(model_steps[0]["counters"]["loaded_bytes"], 5000)
+        self.assertEqual(model_steps[1]["labels"]["comfyui.model_action"], "load")
+        self.assertEqual([(s["labels"]["comfyui.model_action"], s["counters"]["freed_bytes"])
+                          for s in model_steps[2:]], [("partial_offload", 2000), ("unload", 3000)])
+        self.assertNotIn("comfyui.dynamic_vram", doc["labels"])
+
+    def test_dynamic_vram_simulated(self):
+        """Dynamic VRAM (comfy-aimdo) as the package detects it: comfy.memory_management's
+        aimdo_enabled flag and comfy.model_patcher.ModelPatcherDynamic. Simulated: not run on a
+        real GPU (none here); the surface is what ComfyUI's sources are described to have."""
+        fake = self.modern_load()
+        memory = types.ModuleType("comfy.memory_management")
+        memory.aimdo_enabled = True
+        patchers = types.ModuleType("comfy.model_patcher")
+
+        class ModelPatcherDynamic(Patcher):
+            def load(self):  # only staged: a part stays resident, the rest loads on demand
+                self.resident = self.size // 10
+        patchers.ModelPatcherDynamic = ModelPatcherDynamic
+        sys.modules.update({"comfy.memory_management": memory, "comfy.model_patcher": patchers})
+        unet = ModelPatcherDynamic(BaseModel(), 5000)
+        fake_comfy.modern_prompt(fake, "d1", self.MODERN_PROMPT, {}, [
+            ("start", "3"), ("call", lambda: fake.mm.load_models_gpu([unet])),
+            ("call", lambda: fake.mm.load_models_gpu([unet])),  # staged again: still a step
+            ("finish", "3"), ("success",)])
+        doc, = self.docs("d1")
+        self.assertEqual(doc["labels"]["comfyui.dynamic_vram"], "true")
+        self.assertEqual(doc["labels"]["comfyui.allocator_excludes_managed_weights"], "true")
+        self.assertTrue(any("comfy-aimdo" in n for n in doc.get("notes", [])), doc.get("notes"))
+        loads = [s for s in doc["steps"] if s["name"] == "load_models_gpu"]
+        self.assertEqual(len(loads), 2)
+        self.assertEqual(loads[0]["labels"]["comfyui.dynamic_vram"], "true")
+        self.assertEqual((loads[0]["counters"]["staged_bytes"],
+                          loads[0]["counters"]["resident_bytes"]), (5000, 500))
+        inner = [s for s in doc["steps"] if s["name"] == "model_load"]
+        self.assertEqual(inner[0]["labels"]["comfyui.model_action"], "stage")
+
+    def test_messages_reentered_and_expanded_nodes(self):
+        """v0.3.18's message stream: a second `executing` for a node (lazy inputs) is a
+        continuation step, not counted again; an expanded node gets its class from ComfyUI's
+        DynamicPrompt (noted by the execute wrapper)."""
+        _, package, _ = self.load()
+        recorder_mod = sys.modules[package.__name__ + ".recorder"]
+        prompt = {"1": {"class_type": "LazySwitch", "inputs": {}},
+                  "2": {"class_type": "ImageInvert", "inputs": {}},
+                  "3": {"class_type": "GroupNode", "inputs": {}}}
+        finished = []
+        rec = recorder_mod.PromptRecorder(genscope.Monitor(nvml=False), lambda pid: (prompt, {}),
+                                          lambda doc, summary: finished.append(doc))
+        dyn = fake_comfy.DynPrompt(prompt)
+        dyn.add_ephemeral_node("3.0", {"class_type": "KSampler", "inputs": {}}, "3", "3")
+        rec.on_message("execution_start", {"prompt_id": "p"})
+        rec.dynprompt = dyn
+        for node in ("1", "2", "1", "3", "3.0"):
+            rec.on_message("executing", {"node": node, "prompt_id": "p"})
+        rec.on_message("execution_success", {"prompt_id": "p"})
+        rec.after_message()
+        doc, = finished
+        self.assertEqual(doc["labels"]["comfyui.nodes_executed"], "4")
+        self.assertEqual(doc["labels"]["comfyui.node_timing"], "messages")
+        names = [(s["name"], s["labels"].get("comfyui.reentered")) for s in doc["steps"]]
+        self.assertEqual(names, [("1 LazySwitch", None), ("2 ImageInvert", None),
+                                 ("1 LazySwitch", "true"), ("3 GroupNode", None),
+                                 ("3.0 KSampler", None)])
+        self.assertEqual(doc["steps"][-1]["kind"], "sampling")
+        self.assertEqual(doc["steps"][-1]["labels"]["comfyui.display_node"], "3")
+
+    def test_an_older_genscope_module_without_start_ns(self):
+        """A genscope module whose run.step has no start_ns (older than the package): steps
+        are opened and ended when the recorder gets to them, with no error."""
+        _, package, _ = self.load()
+        recorder_mod = sys.modules[package.__name__ + ".recorder"]
+
+        class OldRun:
+            def __init__(self, run):
+                self.run = run
+
+            def step(self, kind, name, source=None):
+                return OldStep(self.run.step(kind, name, source=source))
+
+            def __getattr__(self, name):
+                return getattr(self.run, name)
+
+        class OldStep:
+            def __init__(self, step):
+                self.inner = step
+
+            def end(self):
+                self.inner.end()
+
+            def __getattr__(self, name):
+                return getattr(self.inner, name)
+
+        class OldMonitor:
+            def __init__(self):
+                self.monitor = genscope.Monitor(nvml=False)
+
+            def start_run(self, **kwargs):
+                return OldRun(self.monitor.start_run(**kwargs))
+        prompt = {"1": {"class_type": "EmptyImage", "inputs": {}},
+                  "2": {"class_type": "SaveImage", "inputs": {}}}
+        finished = []
+        rec = recorder_mod.PromptRecorder(OldMonitor(), lambda pid: (prompt, {}),
+                                          lambda doc, summary: finished.append(doc))
+        for event, data in (("execution_start", {"prompt_id": "p"}),
+                            ("executing", {"node": "1", "prompt_id": "p"}),
+                            ("executing", {"node": "2", "prompt_id": "p"}),
+                            ("execution_success", {"prompt_id": "p"})):
+            rec.on_message(event, data)
+            rec.after_message()
+        doc, = finished
+        self.assertFalse(rec.timestamps)
+        self.assertEqual([(s["name"], s["status"]) for s in doc["steps"]],
+                         [("1 EmptyImage", "ok"), ("2 SaveImage", "ok")])
+        self.assertEqual(doc["monitoring_errors"], [])
+
+    def test_gpu_figures_in_the_summary(self):
+        _, package, _ = self.load()
+        store = sys.modules[package.__name__ + ".store"]
+        doc = {"labels": {"comfyui.allocator_excludes_managed_weights": "true"}, "steps": [
+            {"metrics": [{"name": "gpu0.process_used_bytes", "peak": 6 * 2**30},
+                         {"name": "gpu0.used_bytes", "peak": 9 * 2**30},
+                         {"name": "alloc.cuda:0.allocated_bytes", "peak": 2**30},
+                         {"name": "alloc.cuda:0.reserved_bytes", "peak": 3 * 2**30}]}],
+               "duration_ns": 10**9}
+        summary = {"prompt_id": "p", "status": "success", "nodes_executed": 1, "nodes_cached": 0}
+        entry = store.summarize(doc, summary, "x.json")
+        self.assertEqual(entry["peak_gpu_process_bytes"], 6 * 2**30)
+        self.assertTrue(entry["cuda_allocated_excludes_managed_weights"])
+        self.assertIn("peak GPU (process, NVML) 6.00 GiB, peak CUDA allocated 1.00 GiB (without "
+                      "the weights dynamic VRAM manages)", store.log_line(doc, summary, "x.json"))
+
+    def test_subgraph_titles(self):
+        _, package, _ = self.load()
+        recorder_mod = sys.modules[package.__name__ + ".recorder"]
+        extra = {"extra_pnginfo": {"workflow": {
+            "nodes": [{"id": 4, "title": "Top"}, {"id": 9, "type": "sg-1"}],
+            "definitions": {"subgraphs": [
+                {"id": "sg-1", "nodes": [{"id": 2, "title": "Inner"},
+                                         {"id": 3, "type": "sg-2"}]},
+                {"id": "sg-2", "nodes": [{"id": 1, "title": "Deep"}]}]}}}}
+        self.assertEqual(recorder_mod._workflow_titles(extra),
+                         {"4": "Top", "9:2": "Inner", "9:3:1": "Deep"})
 
     # -- routes ---------------------------------------------------------------------------
 
