@@ -109,6 +109,11 @@ class OtlpExporter {
   std::uint64_t submit(const Run& run) noexcept;
   /// Waits up to `wait` for the ticket's outcome; `error` gets why it failed.
   OtlpOutcome wait(std::uint64_t ticket, std::chrono::milliseconds wait, std::string* error = nullptr);
+  /// submit(run), then wait up to OtlpOptions::wait for it: "" when it was delivered, else
+  /// what went wrong (its failure, or that it was not confirmed in time), with the failures
+  /// of earlier runs learnt since and the counts. What a sink or a CLI records as the run's
+  /// monitoring error (source "otlp").
+  std::string send(const Run& run);
   /// Failures of runs whose outcome nobody waited for (then forgotten): "run ID: why".
   std::vector<std::string> take_unreported_failures();
   OtlpCounts counts() const;

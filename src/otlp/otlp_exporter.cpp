@@ -152,6 +152,28 @@ OtlpOutcome OtlpExporter::wait(std::uint64_t ticket, std::chrono::milliseconds w
   return outcome;
 }
 
+std::string OtlpExporter::send(const Run& run) {
+  const std::uint64_t ticket = submit(run);
+  const std::chrono::milliseconds waited = state_->options.wait;
+  std::string error;
+  const OtlpOutcome outcome = wait(ticket, waited, &error);
+  std::vector<std::string> problems;
+  if (outcome == OtlpOutcome::kFailed || outcome == OtlpOutcome::kDropped) {
+    problems.push_back("run not exported: " + error);
+  } else if (outcome == OtlpOutcome::kPending) {
+    problems.push_back("run not confirmed by " + traces_url() + " within " +
+                       std::to_string(waited.count()) +
+                       " ms (the export goes on in the background)");
+  }
+  for (std::string& earlier : take_unreported_failures()) problems.push_back("an earlier " + earlier);
+  if (problems.empty()) return {};
+  std::string message;
+  for (const std::string& p : problems) message += (message.empty() ? "" : "; ") + p;
+  const OtlpCounts c = counts();
+  return message + " [delivered " + std::to_string(c.delivered) + ", failed " +
+         std::to_string(c.failed) + ", dropped " + std::to_string(c.dropped) + "]";
+}
+
 std::vector<std::string> OtlpExporter::take_unreported_failures() {
   std::lock_guard lock(state_->mutex);
   return std::exchange(state_->unreported, {});

@@ -21,7 +21,6 @@ class OtlpSink final : public Sink {
   void run_finished(const Run& run) override;
 
  private:
-  std::chrono::milliseconds wait_;
   OtlpExporter exporter_;
 };
 

@@ -37,10 +37,21 @@ OtlpOptions otlp_options(const std::string& otlp) {
 }
 
 void configure_metrics(const MetricsCliOptions& options, MonitorOptions& monitor_options) {
-  if (!options.otlp.empty()) monitor_options.otlp = otlp_options(options.otlp);
+  if (!options.otlp.empty()) otlp_options(options.otlp);  // InvalidOtlpEndpoint now
   if (options.pushgateway.empty()) return;
   check_pushgateway_url(options.pushgateway);
   monitor_options.pushgateway_url = options.pushgateway;
+}
+
+std::unique_ptr<OtlpExporter> make_otlp_exporter(const MetricsCliOptions& options) {
+  if (options.otlp.empty()) return nullptr;
+  return std::make_unique<OtlpExporter>(otlp_options(options.otlp));
+}
+
+void export_otlp(OtlpExporter* exporter, Run& run) {
+  if (exporter == nullptr) return;
+  std::string problem = exporter->send(run);
+  if (!problem.empty()) run.monitoring_errors.push_back({"otlp", std::move(problem), run.duration_ns, {}});
 }
 
 std::shared_ptr<MetricsEndpoint> attach_metrics_endpoint(const MetricsCliOptions& options,

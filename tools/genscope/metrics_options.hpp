@@ -30,12 +30,18 @@ OtlpOptions otlp_options(const std::string& otlp);
 /// Adds --metrics-port, --metrics-linger, --metrics-bind, --pushgateway and --otlp to `cmd`.
 void add_metrics_options(CLI::App* cmd, MetricsCliOptions& options);
 /// Checks the Pushgateway URL (InvalidPushgatewayUrl before any work) and the OTLP endpoint,
-/// and sets MonitorOptions::pushgateway_url and ::otlp.
+/// and sets MonitorOptions::pushgateway_url. (The OTLP export is not a monitor sink here: the
+/// commands add notes and labels to the finished run, so they export the run they save.)
 void configure_metrics(const MetricsCliOptions& options, MonitorOptions& monitor_options);
 /// Starts the endpoint when asked and adds it to `monitor`; prints its URL (or why it could
 /// not bind: the pipeline runs anyway) on stderr.
 std::shared_ptr<MetricsEndpoint> attach_metrics_endpoint(const MetricsCliOptions& options,
                                                          Monitor& monitor, std::string_view command);
+/// The exporter --otlp asks for; nullptr when not asked for.
+std::unique_ptr<OtlpExporter> make_otlp_exporter(const MetricsCliOptions& options);
+/// Sends `run` (when `exporter` is not null), waiting up to OtlpOptions::wait; a failure or a
+/// run not confirmed in time becomes a monitoring error of `run` (source "otlp").
+void export_otlp(OtlpExporter* exporter, Run& run);
 /// Prints on stderr whether the push and the OTLP export of `run` succeeded (its monitoring
 /// errors say).
 void report_metrics_push(const MetricsCliOptions& options, const Run& run, std::string_view command);
