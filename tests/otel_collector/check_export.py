@@ -15,6 +15,7 @@ import json
 import math
 import re
 import sys
+import time
 
 problems = []
 
@@ -66,9 +67,27 @@ def parse_prometheus(text):
     return samples
 
 
+def read_requests(path, run_id, wait_s=15.0):
+    """The collector's requests, once its file holds the run's trace and metrics (the file
+    exporter writes in the background: waits up to wait_s for whole lines)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            lines = [line for line in open(path) if line.strip()]
+            requests = [json.loads(line) for line in lines]
+            text = "".join(lines)
+            if '"resourceSpans"' in text and '"resourceMetrics"' in text and text.count(run_id) >= 2:
+                return requests
+        except (OSError, ValueError):
+            pass  # not written yet, or a line still being written
+        if time.monotonic() > deadline:
+            return requests if "requests" in locals() else []
+        time.sleep(0.1)
+
+
 def main():
     run = json.load(open(sys.argv[1]))
-    requests = [json.loads(line) for line in open(sys.argv[2]) if line.strip()]
+    requests = read_requests(sys.argv[2], run["id"])
     prometheus = parse_prometheus(open(sys.argv[3]).read())
 
     spans, resources = [], []
@@ -115,15 +134,19 @@ def main():
     check(len(resources) >= 2, f"expected a trace and metrics request for run {run['id']}, got {len(resources)}")
     for res in resources:
         check(res.get("service.name") == "genscope", f"service.name {res.get('service.name')!r}")
-        check(res.get("host.name") == run["host"]["hostname"], f"host.name {res.get('host.name')!r}")
+        check(res.get("host.name") == (run.get("host", {}).get("hostname") or None), f"host.name {res.get('host.name')!r}")
         for k, v in run.get("labels", {}).items():
             check(res.get("genscope.label." + k) == v, f"resource label {k}: {res.get('genscope.label.' + k)!r} != {v!r}")
-        check(res.get("genscope.pipeline.name") == (run["pipeline"].get("name") or None),
+        check(res.get("genscope.pipeline.name") == (run.get("pipeline", {}).get("name") or None),
               f"pipeline name {res.get('genscope.pipeline.name')!r}")
 
     # Spans: the trace id is the run id; one root; one span per step, parented as the steps.
+    # (a run id that is not 128 bits of hex is hashed into one: all spans still share it)
+    hex_id = re.fullmatch(r"[0-9a-fA-F]{32}", run["id"]) and run["id"].strip("0")
+    want_trace = run["id"].lower() if hex_id else (spans[0]["traceId"] if spans else None)
     for s in spans:
-        check(s["traceId"] == run["id"].lower(), f"span {s['name']}: trace id {s['traceId']} != run id")
+        check(s["traceId"] == want_trace and re.fullmatch(r"[0-9a-f]{32}", s["traceId"]),
+              f"span {s['name']}: trace id {s['traceId']} != {want_trace}")
     roots = [s for s in spans if not s.get("parentSpanId")]
     check(len(roots) == 1, f"{len(roots)} root spans")
     by_step = {}
@@ -133,11 +156,11 @@ def main():
             check(a["genscope.step.id"] not in by_step, f"step {a['genscope.step.id']} has two spans")
             by_step[a["genscope.step.id"]] = (s, a)
     check(len(by_step) == len(run["steps"]), f"{len(by_step)} step spans for {len(run['steps'])} steps")
-    start = run["start_unix_ns"]
+    start = run.get("start_unix_ns", 0)
     root_id = roots[0]["spanId"] if roots else None
     if roots:
-        check(int(roots[0]["startTimeUnixNano"]) == start, "root span start != run start")
-        check(int(roots[0]["endTimeUnixNano"]) == start + run["duration_ns"], "root span end != run end")
+        check(int(roots[0].get("startTimeUnixNano", 0)) == start, "root span start != run start")
+        check(int(roots[0].get("endTimeUnixNano", 0)) == start + run.get("duration_ns", 0), "root span end != run end")
     for step in run["steps"]:
         sid = step["id"]
         if sid not in by_step:
@@ -149,12 +172,12 @@ def main():
         parent = step.get("parent_id", -1)
         want_parent = root_id if parent < 0 else (by_step[parent][0]["spanId"] if parent in by_step else None)
         check(s.get("parentSpanId") == want_parent, f"{where}: parent {s.get('parentSpanId')} != {want_parent}")
-        check(int(s["startTimeUnixNano"]) == start + step["start_offset_ns"], f"{where}: start time")
-        check(int(s["endTimeUnixNano"]) == start + step["start_offset_ns"] + step["duration_ns"], f"{where}: end time")
-        check(a.get("genscope.step.kind") == step["kind"], f"{where}: kind {a.get('genscope.step.kind')!r}")
-        check(a.get("genscope.step.status") == step["status"], f"{where}: status {a.get('genscope.step.status')!r}")
-        check(a.get("genscope.step.duration_ns") == step["duration_ns"], f"{where}: duration")
-        failed = step["status"] == "failed"
+        check(int(s.get("startTimeUnixNano", 0)) == start + step.get("start_offset_ns", 0), f"{where}: start time")
+        check(int(s.get("endTimeUnixNano", 0)) == start + step.get("start_offset_ns", 0) + step.get("duration_ns", 0), f"{where}: end time")
+        check(a.get("genscope.step.kind") == step.get("kind", "custom"), f"{where}: kind {a.get('genscope.step.kind')!r}")
+        check(a.get("genscope.step.status") == step.get("status", "ok"), f"{where}: status {a.get('genscope.step.status')!r}")
+        check(a.get("genscope.step.duration_ns") == step.get("duration_ns", 0), f"{where}: duration")
+        failed = step.get("status") == "failed"
         check((s.get("status", {}).get("code") == 2) == failed, f"{where}: span status {s.get('status')}")
         for m in step.get("metrics", []):
             for field in ("before", "peak", "after"):
