@@ -83,6 +83,7 @@ class OutputsTest(unittest.TestCase):
             self.assertEqual([e for e in doc["monitoring_errors"] if e["source"] == "otlp"], [])
         finally:
             server.shutdown()
+            server.server_close()
         self.assertEqual([r[0] for r in received], ["/v1/traces", "/v1/metrics"])
         for path, content_type, team, body in received:
             self.assertEqual(content_type, "application/x-protobuf")

@@ -155,6 +155,8 @@ genscope::Run nested_run() {
   sample.error_type = "OutOfMemoryError";
   sample.error_message = "CUDA out of memory";
   sample.iteration_ns = {100, 200, 300};
+  sample.start_offset_ns = 0;
+  sample.duration_ns = 1000;
   run.steps = {load, unet, sample};
   return run;
 }
