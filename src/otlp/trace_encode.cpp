@@ -85,10 +85,12 @@ void tensor_attributes(ProtobufWriter& s, const Attachment& a) {
   if (auto it = d.find("checks"); it != d.end() && it->is_array()) {
     std::string failed;
     for (const nlohmann::json& c : *it) {
-      if (c.is_object() && c.value("passed", true) == false) {
-        if (!failed.empty()) failed += ",";
-        failed += c.value("name", std::string("?"));
-      }
+      if (!c.is_object()) continue;
+      const auto passed = c.find("passed");
+      if (passed == c.end() || !passed->is_boolean() || passed->get<bool>()) continue;
+      const auto name = c.find("name");
+      if (!failed.empty()) failed += ",";
+      failed += name != c.end() && name->is_string() ? name->get<std::string>() : std::string("?");
     }
     if (!failed.empty()) attribute(s, A, p + ".checks_failed", failed);
   }
