@@ -36,8 +36,9 @@ const Run& big_run() {
       step.start_offset_ns = t;
       step.duration_ns = 10'000'000;
       t += 10'000'000;
-      for (const char* name : {"process.rss_bytes", "gpu0.used_bytes", "system.used_bytes",
-                               "torch.allocated_bytes", "torch.reserved_bytes", "cgroup.usage_bytes"}) {
+      for (const char* name :
+           {"process.rss_bytes", "gpu0.used_bytes", "system.used_bytes", "torch.allocated_bytes",
+            "torch.reserved_bytes", "cgroup.usage_bytes"}) {
         step.metrics.push_back({name, Unit::kBytes, 1e9, 1.5e9, 2e9, 1000, "exact"});
       }
       step.counters["frames"] = 16;
@@ -45,8 +46,12 @@ const Run& big_run() {
         for (int i = 0; i < 1000; ++i) step.iteration_ns.push_back(10'000);
       }
       if (s % 10 == 0) {
-        step.attachments.push_back({"tensor", "latent", nlohmann::json{{"shape", {1, 4, 128, 128}}, {"dtype", "F16"},
-                                    {"stats", {{"min", -3.0}, {"max", 3.0}, {"mean", 0.0}, {"nan_count", 0}}}}});
+        step.attachments.push_back(
+            {"tensor", "latent",
+             nlohmann::json{
+                 {"shape", {1, 4, 128, 128}},
+                 {"dtype", "F16"},
+                 {"stats", {{"min", -3.0}, {"max", 3.0}, {"mean", 0.0}, {"nan_count", 0}}}}});
       }
       r.steps.push_back(std::move(step));
     }

@@ -222,8 +222,11 @@ void register_monitor(py::module_& m) {
                        std::optional<std::string> history_db, int metrics_port,
                        std::string metrics_bind, std::optional<std::string> pushgateway,
                        double max_sample_interval_ms, py::object otlp) {
-             const MonitorOutputs outputs{record, std::move(history_db), metrics_port,
-                                          std::move(metrics_bind), std::move(pushgateway),
+             const MonitorOutputs outputs{record,
+                                          std::move(history_db),
+                                          metrics_port,
+                                          std::move(metrics_bind),
+                                          std::move(pushgateway),
                                           std::move(otlp)};
              return std::make_unique<PyMonitor>(
                  monitor_options(sample_interval_ms, max_sample_interval_ms, process, system,

@@ -32,12 +32,11 @@ namespace {
 constexpr std::uint32_t kRequestResourceMetrics = 1;
 constexpr std::uint32_t kResourceMetricsResource = 1, kResourceMetricsScopeMetrics = 2;
 constexpr std::uint32_t kScopeMetricsScope = 1, kScopeMetricsMetrics = 2;
-constexpr std::uint32_t kMetricName = 1, kMetricDescription = 2, kMetricUnit = 3,
-                        kMetricGauge = 5, kMetricSum = 7, kMetricHistogram = 9;
+constexpr std::uint32_t kMetricName = 1, kMetricDescription = 2, kMetricUnit = 3, kMetricGauge = 5,
+                        kMetricSum = 7, kMetricHistogram = 9;
 constexpr std::uint32_t kDataPoints = 1, kTemporality = 2, kMonotonic = 3;
 constexpr std::uint64_t kCumulative = 2;
-constexpr std::uint32_t kPointStart = 2, kPointTime = 3, kNumberAsDouble = 4,
-                        kNumberAttributes = 7;
+constexpr std::uint32_t kPointStart = 2, kPointTime = 3, kNumberAsDouble = 4, kNumberAttributes = 7;
 constexpr std::uint32_t kHistCount = 4, kHistSum = 5, kHistBuckets = 6, kHistBounds = 7,
                         kHistAttributes = 9;
 
@@ -126,7 +125,8 @@ std::string encode_otlp_metrics(const Run& run, std::string_view service_name) {
           if (!family.unit.empty()) string_field(m, kMetricUnit, ucum(family.unit));
           switch (family.type) {
             case MetricType::kGauge:
-              m.message(kMetricGauge, [&](detail::ProtobufWriter& g) { number_points(g, family, start, time); });
+              m.message(kMetricGauge,
+                        [&](detail::ProtobufWriter& g) { number_points(g, family, start, time); });
               break;
             case MetricType::kCounter:
               m.message(kMetricSum, [&](detail::ProtobufWriter& s) {

@@ -31,7 +31,8 @@ void string_field(ProtobufWriter& w, std::uint32_t field, std::string_view value
   }
 }
 
-void attribute(ProtobufWriter& w, std::uint32_t field, std::string_view key, std::string_view value) {
+void attribute(ProtobufWriter& w, std::uint32_t field, std::string_view key,
+               std::string_view value) {
   w.message(field, [&](ProtobufWriter& kv) {
     string_field(kv, kKeyValueKey, key);
     kv.message(kKeyValueValue, [&](ProtobufWriter& any) { string_field(any, kAnyString, value); });
@@ -42,7 +43,8 @@ void attribute(ProtobufWriter& w, std::uint32_t field, std::string_view key, con
   attribute(w, field, key, std::string_view(value));
 }
 
-void attribute_int(ProtobufWriter& w, std::uint32_t field, std::string_view key, std::int64_t value) {
+void attribute_int(ProtobufWriter& w, std::uint32_t field, std::string_view key,
+                   std::int64_t value) {
   w.message(field, [&](ProtobufWriter& kv) {
     string_field(kv, kKeyValueKey, key);
     kv.message(kKeyValueValue, [&](ProtobufWriter& any) { any.int64(kAnyInt, value); });
@@ -75,7 +77,8 @@ void rank_attributes(ProtobufWriter& /*w*/, std::uint32_t /*field*/, const Run& 
 
 }  // namespace
 
-void resource(ProtobufWriter& w, std::uint32_t field, const Run& run, std::string_view service_name) {
+void resource(ProtobufWriter& w, std::uint32_t field, const Run& run,
+              std::string_view service_name) {
   w.message(field, [&](ProtobufWriter& r) {
     constexpr std::uint32_t f = kResourceAttributes;
     attribute(r, f, "service.name", service_name);

@@ -28,15 +28,18 @@ std::string utf8_or_replaced(std::string_view text);
 void string_field(ProtobufWriter& w, std::uint32_t field, std::string_view value);
 
 /// One KeyValue as repeated field `field` of the enclosing message.
-void attribute(ProtobufWriter& w, std::uint32_t field, std::string_view key, std::string_view value);
+void attribute(ProtobufWriter& w, std::uint32_t field, std::string_view key,
+               std::string_view value);
 void attribute(ProtobufWriter& w, std::uint32_t field, std::string_view key, const char* value);
-void attribute_int(ProtobufWriter& w, std::uint32_t field, std::string_view key, std::int64_t value);
+void attribute_int(ProtobufWriter& w, std::uint32_t field, std::string_view key,
+                   std::int64_t value);
 void attribute_bool(ProtobufWriter& w, std::uint32_t field, std::string_view key, bool value);
 /// Not written when `value` is NaN or infinite (OTLP has no "unknown").
 void attribute_double(ProtobufWriter& w, std::uint32_t field, std::string_view key, double value);
 
 /// The run's Resource (service, host, run, pipeline, labels, GPUs, ranks) as field `field`.
-void resource(ProtobufWriter& w, std::uint32_t field, const Run& run, std::string_view service_name);
+void resource(ProtobufWriter& w, std::uint32_t field, const Run& run,
+              std::string_view service_name);
 /// The InstrumentationScope "genscope" with the run's genscope version, as field `field`.
 void scope(ProtobufWriter& w, std::uint32_t field, const Run& run);
 

@@ -131,8 +131,8 @@ std::map<std::string, std::string> parse_otlp_headers(std::string_view text) {
     }
     for (char c : key + value) {
       if (c == '\r' || c == '\n' || c == '\0') {
-        throw Error("InvalidOtlpHeaders", "OTEL_EXPORTER_OTLP_HEADERS: header '" + key +
-                                              "' holds a line break or NUL");
+        throw Error("InvalidOtlpHeaders",
+                    "OTEL_EXPORTER_OTLP_HEADERS: header '" + key + "' holds a line break or NUL");
       }
     }
     out[key] = value;
@@ -163,7 +163,8 @@ std::string deliver(const EncodedRun& run, const OtlpTargets& targets,
       if (std::chrono::steady_clock::now() + delay >= deadline) {
         return a.error + " (gave up after " + std::to_string(attempts) + " attempt(s))";
       }
-      if (!sleep(delay)) return a.error + " (cancelled after " + std::to_string(attempts) + " attempt(s))";
+      if (!sleep(delay))
+        return a.error + " (cancelled after " + std::to_string(attempts) + " attempt(s))";
     }
   }
   return {};

@@ -65,13 +65,12 @@ struct OtlpExporter::State {
       }
       std::string error;
       try {
-        error = detail::otlp::deliver(
-            item.second, s->targets,
-            std::chrono::steady_clock::now() + s->options.retry_deadline,
-            [&](std::chrono::milliseconds d) {
-              std::unique_lock lock(s->mutex);
-              return !s->wake.wait_for(lock, d, [&] { return s->stop; });
-            });
+        error = detail::otlp::deliver(item.second, s->targets,
+                                      std::chrono::steady_clock::now() + s->options.retry_deadline,
+                                      [&](std::chrono::milliseconds d) {
+                                        std::unique_lock lock(s->mutex);
+                                        return !s->wake.wait_for(lock, d, [&] { return s->stop; });
+                                      });
       } catch (const std::exception& e) {
         error = e.what();
       }
@@ -132,7 +131,8 @@ std::uint64_t OtlpExporter::submit(const Run& run) noexcept {
   return ticket;
 }
 
-OtlpOutcome OtlpExporter::wait(std::uint64_t ticket, std::chrono::milliseconds wait, std::string* error) {
+OtlpOutcome OtlpExporter::wait(std::uint64_t ticket, std::chrono::milliseconds wait,
+                               std::string* error) {
   std::unique_lock lock(state_->mutex);
   auto it = state_->entries.find(ticket);
   if (it == state_->entries.end()) return OtlpOutcome::kPending;
@@ -165,7 +165,8 @@ std::string OtlpExporter::send(const Run& run) {
                        std::to_string(waited.count()) +
                        " ms (the export goes on in the background)");
   }
-  for (std::string& earlier : take_unreported_failures()) problems.push_back("an earlier " + earlier);
+  for (std::string& earlier : take_unreported_failures())
+    problems.push_back("an earlier " + earlier);
   if (problems.empty()) return {};
   std::string message;
   for (const std::string& p : problems) message += (message.empty() ? "" : "; ") + p;

@@ -22,7 +22,9 @@ class ProtobufWriter {
 
   /// int32/int64/uint64/bool/enum field (negative values take 10 bytes, as int64 does).
   void varint(std::uint32_t field, std::uint64_t value);
-  void int64(std::uint32_t field, std::int64_t value) { varint(field, static_cast<std::uint64_t>(value)); }
+  void int64(std::uint32_t field, std::int64_t value) {
+    varint(field, static_cast<std::uint64_t>(value));
+  }
   void boolean(std::uint32_t field, bool value) { varint(field, value ? 1 : 0); }
   void fixed64(std::uint32_t field, std::uint64_t value);
   void fixed32(std::uint32_t field, std::uint32_t value);

@@ -71,14 +71,16 @@ void tensor_attributes(ProtobufWriter& s, const Attachment& a) {
   const nlohmann::json& d = a.data;
   if (!d.is_object()) return;
   const std::string p = "genscope.tensor." + a.name;
-  if (auto it = d.find("shape"); it != d.end() && it->is_array()) attribute(s, A, p + ".shape", shape_text(*it));
+  if (auto it = d.find("shape"); it != d.end() && it->is_array())
+    attribute(s, A, p + ".shape", shape_text(*it));
   for (const char* key : {"dtype", "device", "role"}) {
     if (auto it = d.find(key); it != d.end() && it->is_string()) {
       attribute(s, A, p + "." + key, it->get<std::string>());
     }
   }
   if (auto it = d.find("stats"); it != d.end() && it->is_object()) {
-    for (const char* key : {"min", "max", "mean", "std", "nan_count", "pos_inf_count", "neg_inf_count"}) {
+    for (const char* key :
+         {"min", "max", "mean", "std", "nan_count", "pos_inf_count", "neg_inf_count"}) {
       attribute_double(s, A, p + "." + key, number_at(*it, key));
     }
   }
@@ -108,7 +110,8 @@ void step_attributes(ProtobufWriter& s, const StepRecord& step) {
   if (!step.error_type.empty()) attribute(s, A, "error.type", step.error_type);
   if (!step.error_message.empty()) attribute(s, A, "genscope.step.error", step.error_message);
   for (const MetricFigures& m : step.metrics) metric_attributes(s, m);
-  for (const auto& [name, value] : step.counters) attribute_double(s, A, "genscope.counter." + name, value);
+  for (const auto& [name, value] : step.counters)
+    attribute_double(s, A, "genscope.counter." + name, value);
   for (const auto& [key, value] : step.labels) attribute(s, A, "genscope.step.label." + key, value);
   if (!step.iteration_ns.empty()) {
     const IterationStats it = summarize_iterations(step.iteration_ns);
@@ -132,13 +135,15 @@ void step_attributes(ProtobufWriter& s, const StepRecord& step) {
     }
   }
   if (!step.attachments.empty()) {
-    attribute_int(s, A, "genscope.attachments.count", static_cast<std::int64_t>(step.attachments.size()));
+    attribute_int(s, A, "genscope.attachments.count",
+                  static_cast<std::int64_t>(step.attachments.size()));
   }
 }
 
 // Iterations (one event each, at the step start plus the durations so far: when the
 // iteration ended if they ran back to back from the step start) and attempts.
-void step_events(ProtobufWriter& s, const StepRecord& step, std::uint64_t start, std::uint64_t end) {
+void step_events(ProtobufWriter& s, const StepRecord& step, std::uint64_t start,
+                 std::uint64_t end) {
   std::size_t written = 0;
   std::size_t dropped = 0;
   std::uint64_t t = start;
@@ -190,9 +195,10 @@ void common_span_fields(ProtobufWriter& s, const std::string& trace, const std::
 
 void step_span(ProtobufWriter& w, const Run& run, const StepRecord& step, const std::string& trace,
                const std::string& root, bool parent_known) {
-  const std::uint64_t start =
-      run_start_ns(run) + static_cast<std::uint64_t>(std::max<std::int64_t>(step.start_offset_ns, 0));
-  const std::uint64_t end = start + static_cast<std::uint64_t>(std::max<std::int64_t>(step.duration_ns, 0));
+  const std::uint64_t start = run_start_ns(run) + static_cast<std::uint64_t>(std::max<std::int64_t>(
+                                                      step.start_offset_ns, 0));
+  const std::uint64_t end =
+      start + static_cast<std::uint64_t>(std::max<std::int64_t>(step.duration_ns, 0));
   const std::string id = span_id(run, step.id);
   const std::string parent = parent_known ? span_id(run, step.parent_id) : root;
   w.message(kScopeSpansSpans, [&](ProtobufWriter& s) {
@@ -212,9 +218,11 @@ void step_span(ProtobufWriter& w, const Run& run, const StepRecord& step, const 
   });
 }
 
-void root_span(ProtobufWriter& w, const Run& run, const std::string& trace, const std::string& root) {
+void root_span(ProtobufWriter& w, const Run& run, const std::string& trace,
+               const std::string& root) {
   w.message(kScopeSpansSpans, [&](ProtobufWriter& s) {
-    const std::string name = run.pipeline.name.empty() ? std::string("genscope run") : run.pipeline.name;
+    const std::string name =
+        run.pipeline.name.empty() ? std::string("genscope run") : run.pipeline.name;
     common_span_fields(s, trace, root, nullptr, name, run_start_ns(run), run_end_ns(run));
     attribute(s, A, "genscope.run.id", run.id);
     attribute_int(s, A, "genscope.run.duration_ns", run.duration_ns);
@@ -231,7 +239,8 @@ void root_span(ProtobufWriter& w, const Run& run, const std::string& trace, cons
     for (const MonitoringError& e : run.monitoring_errors) {
       if (written++ >= kMaxEvents) break;
       s.message(kSpanEvents, [&](ProtobufWriter& ev) {
-        ev.fixed64(kEventTime, run_start_ns(run) + static_cast<std::uint64_t>(std::max<std::int64_t>(e.offset_ns, 0)));
+        ev.fixed64(kEventTime, run_start_ns(run) + static_cast<std::uint64_t>(
+                                                       std::max<std::int64_t>(e.offset_ns, 0)));
         ev.bytes(kEventName, "monitoring_error");
         attribute(ev, kEventAttributes, "genscope.error.source", e.source);
         attribute(ev, kEventAttributes, "genscope.error.message", e.message);
@@ -275,7 +284,8 @@ std::string encode_otlp_traces(const Run& run, std::string_view service_name) {
       scope(ss, kScopeSpansScope, run);
       root_span(ss, run, trace, root);
       for (const StepRecord& step : run.steps) {
-        step_span(ss, run, step, trace, root, step.parent_id != step.id && is_known(step.parent_id));
+        step_span(ss, run, step, trace, root,
+                  step.parent_id != step.id && is_known(step.parent_id));
       }
     });
   });

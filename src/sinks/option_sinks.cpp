@@ -1,6 +1,6 @@
 // The sinks a Monitor's options and environment ask for: the text log, the history recorder,
-// the metrics endpoint, the Pushgateway, the OTLP export, and the event channel to a parent `genscope run`
-// (GENSCOPE_EVENTS_FD).
+// the metrics endpoint, the Pushgateway, the OTLP export, and the event channel to a parent
+// `genscope run` (GENSCOPE_EVENTS_FD).
 #include "core/option_sinks.hpp"
 
 #include <cstdlib>

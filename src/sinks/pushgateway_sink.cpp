@@ -26,7 +26,6 @@ HttpUrl parse_gateway_url(std::string_view url) {
                         "http://HOST[:PORT][/PREFIX], e.g. http://127.0.0.1:9091");
 }
 
-
 bool url_safe(std::string_view value) {
   return !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
     const unsigned char u = static_cast<unsigned char>(c);

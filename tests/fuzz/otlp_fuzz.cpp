@@ -6,9 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "genscope/error.hpp"
 #include "genscope/otlp.hpp"
@@ -35,9 +34,15 @@ void walk(std::string_view m, std::uint32_t number, F&& nested) {
   while (i < m.size()) {
     const std::uint64_t tag = varint();
     switch (tag & 7) {
-      case 0: varint(); break;
-      case 1: i += 8; break;
-      case 5: i += 4; break;
+      case 0:
+        varint();
+        break;
+      case 1:
+        i += 8;
+        break;
+      case 5:
+        i += 4;
+        break;
       case 2: {
         const std::uint64_t n = varint();
         if (n > m.size() - i) std::abort();
@@ -45,7 +50,8 @@ void walk(std::string_view m, std::uint32_t number, F&& nested) {
         i += n;
         break;
       }
-      default: std::abort();
+      default:
+        std::abort();
     }
     if (i > m.size()) std::abort();
   }

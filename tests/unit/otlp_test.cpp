@@ -2,9 +2,11 @@
 // the trace request read back with a small test-only wire decoder (span tree, ids, status),
 // the OTEL_EXPORTER_OTLP_* settings and a dead collector's bounded failure. The content as a
 // real collector reads it is checked by tests/cli/otlp_collector.sh.
+#include "genscope/otlp.hpp"
+
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,7 +16,6 @@
 #include <vector>
 
 #include "genscope/error.hpp"
-#include "genscope/otlp.hpp"
 #include "otlp/otlp_delivery.hpp"
 #include "otlp/protobuf_writer.hpp"
 
@@ -53,7 +54,8 @@ std::vector<Field> decode(std::string_view data) {
     } else if (f.wire == 1 || f.wire == 5) {
       const int n = f.wire == 1 ? 8 : 4;
       if (i + n > data.size()) throw std::runtime_error("truncated fixed");
-      for (int k = 0; k < n; ++k) f.value |= std::uint64_t(static_cast<unsigned char>(data[i + k])) << (8 * k);
+      for (int k = 0; k < n; ++k)
+        f.value |= std::uint64_t(static_cast<unsigned char>(data[i + k])) << (8 * k);
       i += n;
     } else if (f.wire == 2) {
       const std::uint64_t n = varint();
@@ -94,7 +96,8 @@ std::string hex(std::string_view bytes) {
 }
 
 // The string attributes of a message whose KeyValues are field `number`.
-std::map<std::string, std::string> string_attributes(const std::vector<Field>& fields, std::uint32_t number) {
+std::map<std::string, std::string> string_attributes(const std::vector<Field>& fields,
+                                                     std::uint32_t number) {
   std::map<std::string, std::string> out;
   for (const Field& kv : all(fields, number)) {
     const auto parts = decode(kv.bytes);
@@ -103,7 +106,8 @@ std::map<std::string, std::string> string_attributes(const std::vector<Field>& f
     if (key == nullptr || value == nullptr) continue;
     const auto any = decode(value->bytes);
     if (const Field* s = first(any, 1)) out[key->bytes] = s->bytes;
-    if (const Field* n = first(any, 3)) out[key->bytes] = std::to_string(static_cast<std::int64_t>(n->value));
+    if (const Field* n = first(any, 3))
+      out[key->bytes] = std::to_string(static_cast<std::int64_t>(n->value));
   }
   return out;
 }
@@ -115,7 +119,10 @@ TEST(ProtobufWriter, WritesTheWireFormat) {
   w.fixed64(7, 0x0102030405060708ull);
   w.int64(3, -1);  // ten bytes
   EXPECT_EQ(hex(w.data()),
-            "089601" "120774657374696e67" "390807060504030201" "18ffffffffffffffffff01");
+            "089601"
+            "120774657374696e67"
+            "390807060504030201"
+            "18ffffffffffffffffff01");
 }
 
 TEST(ProtobufWriter, NestedMessagesTakeTheShortestLength) {
@@ -258,7 +265,8 @@ TEST(OtlpExporter, ADeadCollectorIsABoundedFailureNeverAnException) {
   ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   ::close(fd);  // nothing listens on that port now
   const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
-  genscope::OtlpExporter exporter({.endpoint = url, .retry_deadline = std::chrono::milliseconds(600),
+  genscope::OtlpExporter exporter({.endpoint = url,
+                                   .retry_deadline = std::chrono::milliseconds(600),
                                    .wait = std::chrono::milliseconds(3000)});
   const auto start = std::chrono::steady_clock::now();
   const std::string problem = exporter.send(nested_run());

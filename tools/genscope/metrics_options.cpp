@@ -51,7 +51,8 @@ std::unique_ptr<OtlpExporter> make_otlp_exporter(const MetricsCliOptions& option
 void export_otlp(OtlpExporter* exporter, Run& run) {
   if (exporter == nullptr) return;
   std::string problem = exporter->send(run);
-  if (!problem.empty()) run.monitoring_errors.push_back({"otlp", std::move(problem), run.duration_ns, {}});
+  if (!problem.empty())
+    run.monitoring_errors.push_back({"otlp", std::move(problem), run.duration_ns, {}});
 }
 
 std::shared_ptr<MetricsEndpoint> attach_metrics_endpoint(const MetricsCliOptions& options,

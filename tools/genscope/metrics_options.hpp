@@ -19,7 +19,7 @@ struct MetricsCliOptions {
   std::string bind = "127.0.0.1";
   double linger_seconds = 5;  ///< --metrics-linger: MetricsEndpointOptions::linger.
   std::string pushgateway;  ///< Empty = no push.
-  std::string otlp;  ///< Empty = no OTLP export; "env" = OTEL_EXPORTER_OTLP_ENDPOINT.
+  std::string otlp;         ///< Empty = no OTLP export; "env" = OTEL_EXPORTER_OTLP_ENDPOINT.
 };
 
 /// Adds --otlp URL|env to `cmd` (shared with `report`).

@@ -9,9 +9,9 @@
 #include "genscope/error.hpp"
 #include "genscope/metrics.hpp"
 #include "genscope/otlp.hpp"
-#include "metrics_options.hpp"
 #include "genscope/report.hpp"
 #include "genscope/run_json.hpp"
+#include "metrics_options.hpp"
 
 namespace genscope::cli {
 

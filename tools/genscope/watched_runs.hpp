@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "export_options.hpp"
 #include "genscope/monitor.hpp"
 #include "genscope/otlp.hpp"
 #include "genscope/process_tree.hpp"
 #include "genscope/run.hpp"
 #include "genscope/targets.hpp"
 #include "genscope/watch.hpp"
-#include "export_options.hpp"
 #include "metrics_options.hpp"
 
 namespace genscope::cli {
