@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "genscope/otlp.hpp"
 #include "genscope/probe.hpp"
 #include "genscope/run.hpp"
 #include "genscope/sink.hpp"
@@ -72,6 +73,10 @@ struct MonitorOptions {
   /// Push every finished run's metrics to this Pushgateway, e.g. "http://127.0.0.1:9091";
   /// empty = off. A failed push is a monitoring error of that run.
   std::string pushgateway_url;
+  /// Export every finished run to an OpenTelemetry collector over OTLP/HTTP when
+  /// `otlp.enabled` or `otlp.endpoint` is set (docs/opentelemetry.md). A failed or slow
+  /// export is a monitoring error of the run (source "otlp"), never an exception.
+  OtlpOptions otlp;
 };
 
 /// Which tensors analysed with analyze_tensor() are also written to disk, and how.

@@ -14,6 +14,7 @@
 #include "bindings.hpp"
 #include "genscope/error.hpp"
 #include "genscope/metrics.hpp"
+#include "genscope/otlp.hpp"
 #include "genscope/step_kind.hpp"
 
 namespace genscope::python {
@@ -48,6 +49,7 @@ struct MonitorOutputs {
   int metrics_port = 0;
   std::string metrics_bind;
   std::optional<std::string> pushgateway;
+  py::object otlp;  ///< None/False: off; True: OTEL_EXPORTER_OTLP_ENDPOINT; str: the endpoint.
 };
 
 MonitorOptions monitor_options(double sample_interval_ms, double max_sample_interval_ms,
@@ -86,6 +88,17 @@ MonitorOptions monitor_options(double sample_interval_ms, double max_sample_inte
   if (outputs.pushgateway) {
     check_pushgateway_url(*outputs.pushgateway);  // InvalidPushgatewayUrl now, not at run end
     o.pushgateway_url = *outputs.pushgateway;
+  }
+  if (!outputs.otlp.is_none()) {
+    if (py::isinstance<py::bool_>(outputs.otlp)) {
+      o.otlp.enabled = outputs.otlp.cast<bool>();
+    } else if (py::isinstance<py::str>(outputs.otlp)) {
+      o.otlp.enabled = true;
+      o.otlp.endpoint = outputs.otlp.cast<std::string>();
+    } else {
+      throw Error("InvalidArgument", "otlp must be None, a bool or an endpoint URL string");
+    }
+    if (o.otlp.enabled) resolve_otlp_targets(o.otlp);  // InvalidOtlpEndpoint now
   }
   return o;
 }
@@ -208,9 +221,13 @@ void register_monitor(py::module_& m) {
                        bool enabled, bool sampler, py::object cuda_allocator, bool record,
                        std::optional<std::string> history_db, int metrics_port,
                        std::string metrics_bind, std::optional<std::string> pushgateway,
-                       double max_sample_interval_ms) {
-             const MonitorOutputs outputs{record, std::move(history_db), metrics_port,
-                                          std::move(metrics_bind), std::move(pushgateway)};
+                       double max_sample_interval_ms, py::object otlp) {
+             const MonitorOutputs outputs{record,
+                                          std::move(history_db),
+                                          metrics_port,
+                                          std::move(metrics_bind),
+                                          std::move(pushgateway),
+                                          std::move(otlp)};
              return std::make_unique<PyMonitor>(
                  monitor_options(sample_interval_ms, max_sample_interval_ms, process, system,
                                  nvml, nvml_library, log_path, enabled, sampler, outputs),
@@ -222,7 +239,7 @@ void register_monitor(py::module_& m) {
            py::arg("cuda_allocator") = py::none(), py::kw_only(), py::arg("record") = false,
            py::arg("history_db") = py::none(), py::arg("metrics_port") = 0,
            py::arg("metrics_bind") = "127.0.0.1", py::arg("pushgateway") = py::none(),
-           py::arg("max_sample_interval_ms") = 500.0)
+           py::arg("max_sample_interval_ms") = 500.0, py::arg("otlp") = py::none())
       .def(
           "start_run",
           [](PyMonitor& self, const std::string& pipeline, const std::string& model,

@@ -1,6 +1,6 @@
 // The sinks a Monitor's options and environment ask for: the text log, the history recorder,
-// the metrics endpoint, the Pushgateway, and the event channel to a parent `genscope run`
-// (GENSCOPE_EVENTS_FD).
+// the metrics endpoint, the Pushgateway, the OTLP export, and the event channel to a parent
+// `genscope run` (GENSCOPE_EVENTS_FD).
 #include "core/option_sinks.hpp"
 
 #include <cstdlib>
@@ -9,6 +9,7 @@
 #include "sinks/event_channel_sink.hpp"
 #include "sinks/history_sink.hpp"
 #include "sinks/log_file_sink.hpp"
+#include "sinks/otlp_sink.hpp"
 #include "sinks/pushgateway_sink.hpp"
 
 namespace genscope::detail {
@@ -27,6 +28,9 @@ std::vector<std::shared_ptr<Sink>> make_option_sinks(const MonitorOptions& optio
   }
   if (!options.pushgateway_url.empty()) {
     sinks.push_back(std::make_shared<PushgatewaySink>(options.pushgateway_url));
+  }
+  if (options.otlp.enabled || !options.otlp.endpoint.empty()) {
+    sinks.push_back(std::make_shared<OtlpSink>(options.otlp));
   }
   if (auto events = make_event_channel_sink_from_env()) sinks.push_back(std::move(events));
   return sinks;

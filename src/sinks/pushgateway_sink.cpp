@@ -15,76 +15,15 @@
 #include "genscope/metrics.hpp"
 #include "report/metrics_exposition.hpp"
 #include "report/metrics_model.hpp"
+#include "sinks/http_url.hpp"
 #include "sinks/pushgateway_counters.hpp"
 
 namespace genscope::detail {
 namespace {
 
-struct GatewayUrl {
-  std::string origin;  // scheme://host[:port], as httplib::Client takes it
-  std::string prefix;  // path before /metrics, without a trailing '/'
-};
-
-[[noreturn]] void bad_url(std::string_view url, const std::string& why) {
-  throw Error("InvalidPushgatewayUrl",
-              "pushgateway URL '" + std::string(url) + "': " + why +
-                  " (expected http://HOST[:PORT][/PREFIX], e.g. http://127.0.0.1:9091)");
-}
-
-GatewayUrl parse_gateway_url(std::string_view url) {
-  for (char c : url) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u == 0x7F) bad_url(url, "spaces or control characters");
-  }
-  std::string_view rest = url;
-  GatewayUrl out;
-  if (rest.starts_with("http://")) {
-    rest.remove_prefix(7);
-    out.origin = "http://";
-  } else if (rest.starts_with("https://")) {
-    rest.remove_prefix(8);
-    out.origin = "https://";
-  } else {
-    bad_url(url, "the scheme must be http:// or https://");
-  }
-  if (rest.find_first_of("?#") != std::string_view::npos) bad_url(url, "no query or fragment");
-  const std::size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
-  if (authority.find('@') != std::string_view::npos) bad_url(url, "user info is not supported");
-  std::string_view host = authority;
-  std::string_view port;
-  if (authority.starts_with("[")) {
-    const std::size_t close = authority.find(']');
-    if (close == std::string_view::npos) bad_url(url, "unclosed '[' in the host");
-    host = authority.substr(0, close + 1);
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') bad_url(url, "unexpected text after the IPv6 address");
-      port = after.substr(1);
-    }
-    if (host.size() <= 2) bad_url(url, "empty host");
-  } else {
-    const std::size_t colon = authority.find(':');
-    if (colon != std::string_view::npos) {
-      host = authority.substr(0, colon);
-      port = authority.substr(colon + 1);
-      if (port.empty()) bad_url(url, "empty port");
-    }
-  }
-  if (host.empty()) bad_url(url, "no host");
-  if (!port.empty() || authority.ends_with(":")) {
-    if (port.empty() || port.size() > 5 ||
-        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      bad_url(url, "the port must be a number");
-    }
-    const int p = std::stoi(std::string(port));
-    if (p < 1 || p > 65535) bad_url(url, "the port must be 1-65535");
-  }
-  out.origin += std::string(authority);
-  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
-  out.prefix = std::string(path);
-  return out;
+HttpUrl parse_gateway_url(std::string_view url) {
+  return parse_http_url(url, "InvalidPushgatewayUrl", "pushgateway URL",
+                        "http://HOST[:PORT][/PREFIX], e.g. http://127.0.0.1:9091");
 }
 
 bool url_safe(std::string_view value) {
@@ -135,7 +74,7 @@ void check_pushgateway_url(std::string_view gateway_url) {
 }
 
 void push_run_metrics(const Run& run, std::string_view gateway_url, const PushOptions& options) {
-  const detail::GatewayUrl url = detail::parse_gateway_url(gateway_url);
+  const detail::HttpUrl url = detail::parse_gateway_url(gateway_url);
   const std::string instance = options.instance.empty() ? run.host.hostname : options.instance;
   const std::string path = url.prefix + detail::pushgateway_group_path(options.job, instance);
 

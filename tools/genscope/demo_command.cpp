@@ -78,10 +78,13 @@ void register_demo_command(CLI::App& app, CommandContext& context) {
     if (!args->no_monitor) configure_metrics(args->metrics, mo);
     Monitor monitor(mo);
     if (!args->no_monitor) attach_metrics_endpoint(args->metrics, monitor, "demo");
+    const std::unique_ptr<OtlpExporter> otlp =
+        args->no_monitor ? nullptr : make_otlp_exporter(args->metrics);
     add_reference_probes(monitor, o);
     DemoResult result = run_reference_pipeline(o, monitor);
     SavedRunDocument saved;
     if (!args->no_monitor) {
+      export_otlp(otlp.get(), result.run);
       // Saved before the report is printed: a closed pipe (genscope demo | head) must not
       // lose the document. A failed write never suppresses the report.
       saved = save_run_document(result.run, o.out_dir / "run.json", args->json_fallback);

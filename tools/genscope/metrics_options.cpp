@@ -19,12 +19,40 @@ void add_metrics_options(CLI::App* cmd, MetricsCliOptions& options) {
   cmd->add_option("--pushgateway", options.pushgateway,
                   "push the run's final metrics to this Prometheus Pushgateway, e.g. "
                   "http://127.0.0.1:9091");
+  add_otlp_option(cmd, options.otlp);
+}
+
+void add_otlp_option(CLI::App* cmd, std::string& otlp) {
+  cmd->add_option("--otlp", otlp,
+                  "export the run as an OpenTelemetry trace and metrics to this OTLP/HTTP "
+                  "collector, e.g. http://127.0.0.1:4318 ('env': OTEL_EXPORTER_OTLP_ENDPOINT)");
+}
+
+OtlpOptions otlp_options(const std::string& otlp) {
+  OtlpOptions o;
+  o.enabled = true;
+  if (otlp != "env") o.endpoint = otlp;
+  resolve_otlp_targets(o);  // InvalidOtlpEndpoint / InvalidOtlpHeaders now, not at run end
+  return o;
 }
 
 void configure_metrics(const MetricsCliOptions& options, MonitorOptions& monitor_options) {
+  if (!options.otlp.empty()) otlp_options(options.otlp);  // InvalidOtlpEndpoint now
   if (options.pushgateway.empty()) return;
   check_pushgateway_url(options.pushgateway);
   monitor_options.pushgateway_url = options.pushgateway;
+}
+
+std::unique_ptr<OtlpExporter> make_otlp_exporter(const MetricsCliOptions& options) {
+  if (options.otlp.empty()) return nullptr;
+  return std::make_unique<OtlpExporter>(otlp_options(options.otlp));
+}
+
+void export_otlp(OtlpExporter* exporter, Run& run) {
+  if (exporter == nullptr) return;
+  std::string problem = exporter->send(run);
+  if (!problem.empty())
+    run.monitoring_errors.push_back({"otlp", std::move(problem), run.duration_ns, {}});
 }
 
 std::shared_ptr<MetricsEndpoint> attach_metrics_endpoint(const MetricsCliOptions& options,
@@ -46,6 +74,20 @@ std::shared_ptr<MetricsEndpoint> attach_metrics_endpoint(const MetricsCliOptions
 }
 
 void report_metrics_push(const MetricsCliOptions& options, const Run& run, std::string_view command) {
+  if (!options.otlp.empty()) {
+    const MonitoringError* failed = nullptr;
+    for (const MonitoringError& e : run.monitoring_errors) {
+      if (e.source == "otlp") failed = &e;
+    }
+    if (failed != nullptr) {
+      std::cerr << "genscope " << command << ": warning: OpenTelemetry export: " << failed->message
+                << "\n";
+    } else {
+      std::cerr << "genscope " << command << ": run exported to "
+                << resolve_otlp_targets(otlp_options(options.otlp)).traces_url << " (trace "
+                << otlp_trace_id_hex(run) << ")\n";
+    }
+  }
   if (options.pushgateway.empty()) return;
   for (const MonitoringError& e : run.monitoring_errors) {
     if (e.source == "pushgateway") {

@@ -1,14 +1,17 @@
 // `genscope report RUN.json... [--plain] [--series] [--verbose] [--html F] [--trace F] [--csv DIR]
-// [--metrics F [--openmetrics]] [--pushgateway URL]`: re-renders saved runs (console report, or
-// the exports asked for); --metrics writes one run's Prometheus exposition, --pushgateway pushes it.
+// [--metrics F [--openmetrics]] [--pushgateway URL] [--otlp URL]`: re-renders saved runs (console
+// report, or the exports asked for); --metrics writes one run's Prometheus exposition,
+// --pushgateway pushes it, --otlp sends each run to an OpenTelemetry collector.
 #include <iostream>
 
 #include "command.hpp"
 #include "export_options.hpp"
 #include "genscope/error.hpp"
 #include "genscope/metrics.hpp"
+#include "genscope/otlp.hpp"
 #include "genscope/report.hpp"
 #include "genscope/run_json.hpp"
+#include "metrics_options.hpp"
 
 namespace genscope::cli {
 
@@ -22,6 +25,7 @@ void register_report_command(CLI::App& app, CommandContext& context) {
     std::string metrics;
     bool openmetrics = false;
     std::string pushgateway;
+    std::string otlp;
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -41,12 +45,14 @@ void register_report_command(CLI::App& app, CommandContext& context) {
   cmd->add_option("--pushgateway", options->pushgateway,
                   "Push the run's final figures to this Prometheus Pushgateway "
                   "(e.g. http://127.0.0.1:9091)");
+  add_otlp_option(cmd, options->otlp);
   cmd->callback([options, &context] {
     const bool metrics = !options->metrics.empty() || !options->pushgateway.empty();
     if (metrics && options->paths.size() != 1) {
       throw Error("InvalidOption", "--metrics and --pushgateway take one run document");
     }
     if (!options->pushgateway.empty()) check_pushgateway_url(options->pushgateway);
+    const OtlpOptions otlp = options->otlp.empty() ? OtlpOptions{} : otlp_options(options->otlp);
     std::vector<Run> runs;
     for (const std::string& path : options->paths) runs.push_back(read_run_file(path));
     if (!options->metrics.empty()) {
@@ -65,9 +71,17 @@ void register_report_command(CLI::App& app, CommandContext& context) {
       push_run_metrics(runs.front(), options->pushgateway);
       std::cerr << "genscope report: metrics pushed to " << options->pushgateway << "\n";
     }
+    if (!options->otlp.empty()) {
+      const std::string url = resolve_otlp_targets(otlp).traces_url;
+      for (const Run& run : runs) {
+        export_run_otlp(run, otlp);  // OtlpExportFailed after its retries
+        std::cerr << "genscope report: run " << run.id << " exported to " << url << " (trace "
+                  << otlp_trace_id_hex(run) << ")\n";
+      }
+    }
     if (options->exports.any()) {
       write_exports(runs, options->exports, options->metrics == "-" ? std::cerr : std::cout);
-    } else if (options->metrics.empty()) {
+    } else if (options->metrics.empty() && options->otlp.empty()) {
       for (const Run& run : runs) {
         std::cout << render_console(run, {.plain = options->plain,
                                           .series = options->series,

@@ -172,6 +172,7 @@ WatchSession& WatchedRuns::start_session(std::shared_ptr<ProcessTree> tree,
   configure_metrics(options_.metrics, mo);
   monitor_ = std::make_unique<Monitor>(mo);
   metrics_endpoint_ = attach_metrics_endpoint(options_.metrics, *monitor_, command_);
+  otlp_ = make_otlp_exporter(options_.metrics);
   if (!options_.out_dir.empty()) {  // the run in progress on disk, for a kill -9 of genscope
     monitor_->add_sink(
         make_journal_sink(std::filesystem::path(options_.out_dir) / "run.journal.json"));
@@ -204,6 +205,7 @@ void WatchedRuns::handle(Run&& finished) noexcept {
     for (const std::string& note : ending_notes_) run.notes.push_back(note);
     if (!ending_exit_label_.empty()) run.labels["watch.exit"] = ending_exit_label_;
     if (has_targets_) run.attachments.push_back(performance_attachment(run, targets_));
+    export_otlp(otlp_.get(), run);  // the run as it is saved; a failure is in its document
     emit(run);
   } catch (const Error& e) {
     warn("[" + e.name() + "] " + e.what());

@@ -10,12 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "export_options.hpp"
 #include "genscope/monitor.hpp"
+#include "genscope/otlp.hpp"
 #include "genscope/process_tree.hpp"
 #include "genscope/run.hpp"
 #include "genscope/targets.hpp"
 #include "genscope/watch.hpp"
-#include "export_options.hpp"
 #include "metrics_options.hpp"
 
 namespace genscope::cli {
@@ -85,6 +86,7 @@ class WatchedRuns {
   std::unique_ptr<WatchSession> session_;
   std::ofstream report_;
   std::shared_ptr<MetricsEndpoint> metrics_endpoint_;
+  std::unique_ptr<OtlpExporter> otlp_;  ///< --otlp: each finished run, as saved.
   int runs_ = 0;
 };
 
