@@ -20,9 +20,10 @@ and latent layouts. For each family:
   passes: conditioning width / tokens, pooled width, latent layout;
 - instrument's hook_errors == 0 and the run has no monitoring_errors;
 - Flux.1-dev declared SD3.5: the pooled width (768, not 2048) and latent family checks fail;
-- Flux.1-dev and Wan 2.2: copy.deepcopy of the instrumented scheduler inside the block is a
-  plain scheduler (no genscope wrapper), and stepping the copy leaves the original and the run
-  untouched;
+- every family, every wrapped object (text encoders, denoisers, VAE, scheduler): copy.copy and
+  copy.deepcopy inside the block give a plain object (none of genscope's wrappers) independent
+  of the original: a copied scheduler steps without moving the original, a copied model or VAE
+  runs its class's method bound to the copy, nothing is counted by the instrumentation;
 - Wan 2.2 A14B: both experts hooked, model_calls.transformer and model_calls.transformer_2 on
   the sampling step, adding up to model_calls.
 
@@ -126,25 +127,57 @@ def attachment(step, name):
     return next((a["data"] for a in step["attachments"] if a["name"] == name), None)
 
 
+def wrapped_objects(inst):
+    """(name, object) of everything instrument() wrapped: text encoders, denoisers, VAE,
+    scheduler."""
+    c = inst.components
+    out = list(c.text_encoders.items()) + list(c.denoisers().items())
+    out += [(n, o) for n, o in (("vae", c.vae), ("scheduler", c.scheduler)) if o is not None]
+    return out
+
+
+def counters(inst):
+    s = inst._sampling
+    return (inst.hook_errors, s.calls_started if s else None, s.scheduler_steps if s else None)
+
+
 def check_copy(fam, pipe, inst):
-    """copy.deepcopy of the instrumented scheduler inside the block: a plain, independent one."""
-    sched = pipe.scheduler
-    before = (sched.step_index, len(getattr(sched, "timesteps", [])))
-    errors_before = inst.hook_errors
-    dup = copy.deepcopy(sched)
-    wrapped = [a for a in ("step", "set_timesteps", "__getstate__") if a in vars(dup)]
-    check(not wrapped, f"{fam.name}: deepcopy of the instrumented scheduler carries no wrapper",
-          wrapped)
-    check("step" in vars(sched), f"{fam.name}: the original scheduler stays instrumented",
-          sorted(vars(sched)))
-    dynamic = getattr(dup.config, "use_dynamic_shifting", False)
-    dup.set_timesteps(2, **({"mu": 1.0} if dynamic else {}))
-    sample = torch.zeros(1, 4, 4)
-    dup.step(torch.ones_like(sample), dup.timesteps[0], sample)
-    check((sched.step_index, len(getattr(sched, "timesteps", []))) == before and
-          dup.step_index == 1 and inst.hook_errors == errors_before,
-          f"{fam.name}: stepping the copy leaves the original scheduler untouched",
-          (before, sched.step_index, dup.step_index, inst.hook_errors))
+    """copy.copy and copy.deepcopy of every wrapped object inside the block: a plain object
+    (none of genscope's wrappers in its __dict__), independent of the original: a copied
+    scheduler steps without moving the original's step index, a copied model or VAE runs
+    its own class method, and nothing reaches the instrumentation (no call counted)."""
+    for name, obj in wrapped_objects(inst):
+        # what instrument() added to the object's __dict__ (it had none of them before)
+        ours = sorted(a for o, a, had, _, _ in inst._patches if o is obj and not had)
+        for how, copier in (("copy.copy", copy.copy), ("copy.deepcopy", copy.deepcopy)):
+            before = counters(inst)
+            dup = copier(obj)
+            left = sorted(a for a in ours if a in vars(dup))
+            check(ours and not left,
+                  f"{fam.name}: {how} of the instrumented {name} carries no wrapper ({', '.join(ours)})",
+                  left)
+            if name == "scheduler":
+                sched = obj
+                state = (sched.step_index, len(getattr(sched, "timesteps", [])))
+                dynamic = getattr(dup.config, "use_dynamic_shifting", False)
+                dup.set_timesteps(2, **({"mu": 1.0} if dynamic else {}))
+                sample = torch.zeros(1, 4, 4)
+                dup.step(torch.ones_like(sample), dup.timesteps[0], sample)
+                ok = (sched.step_index, len(getattr(sched, "timesteps", []))) == state and \
+                    dup.step_index == 1
+                why = (state, sched.step_index, dup.step_index)
+            else:
+                method = "forward" if name != "vae" else "decode"
+                bound = getattr(dup, method)
+                ok = getattr(bound, "__self__", None) is dup and \
+                    getattr(bound, "__func__", None) is getattr(type(dup), method)
+                why = bound
+            check(ok and counters(inst) == before,
+                  f"{fam.name}: {how} of the {name} is independent of the original "
+                  "(its own state and method, nothing counted)", (why, before, counters(inst)))
+            del dup
+        check(all(a in vars(obj) for a in ours),
+              f"{fam.name}: the original {name} stays instrumented", ours)
 
 
 def run_family(fam, steps):
@@ -154,8 +187,7 @@ def run_family(fam, steps):
     run = genscope.Monitor(nvml=False).start_run(pipeline="diffusers", model=fam.name)
     with gt.instrument(pipe, run, family=fam.family) as inst:
         out = generate(pipe, fam, steps)
-        if fam.name in ("flux-dev", "wan2.2-a14b"):
-            check_copy(fam, pipe, inst)
+        check_copy(fam, pipe, inst)
     doc = run.finish()
     n = fam.name
     check(torch.equal(plain, out), f"{n}: output bit-identical with and without instrument",
