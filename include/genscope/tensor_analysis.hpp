@@ -44,6 +44,8 @@ nlohmann::json tensor_stats_json(const TensorStats& stats);
 nlohmann::json conditioning_json(const ConditioningClassification& c);
 /// JSON of a latent classification.
 nlohmann::json latent_json(const LatentClassification& c);
+/// JSON of a pipeline's family verdict ({"family": unique or null, "candidates", "notes"}).
+nlohmann::json family_verdict_json(const FamilyVerdict& v);
 /// JSON of a comparison (for "tensor_comparison" attachments).
 nlohmann::json comparison_json(const TensorComparison& c);
 /// Computes stats, classification, flags and checks of `view`; throws genscope::Error for

@@ -260,23 +260,20 @@ AnalysisOptions parse_expectations(const py::kwargs& kwargs) {
   return o;
 }
 
-// Converts, analyses and attaches; conversion and analysis failures become monitoring errors.
-void analyze(PyStep& self, const std::string& name, py::handle tensor, const std::string& role,
-             const py::kwargs& kwargs) {
-  const TensorRole r = parse_role(role);
-  const AnalysisOptions options = parse_expectations(kwargs);  // argument errors raise
-  Step& step = self.get();
-  if (!step.active()) return;
+// Converts and analyses; the analysis goes to attach(), conversion and analysis failures
+// to error(). Runs the analysis with the GIL released.
+template <class Attach, class Error_>
+void analyze_into(const std::string& name, py::handle tensor, TensorRole r,
+                  const AnalysisOptions& options, Attach&& attach, Error_&& error) {
   HostTensor host;
   try {
     host = to_host(tensor);
   } catch (const Error& e) {
-    step.record_monitoring_error("tensor_analysis", name + ": " + e.name() + ": " + e.what());
+    error(name + ": " + e.name() + ": " + e.what());
     return;
   } catch (py::error_already_set& e) {
-    step.record_monitoring_error(
-        "tensor_analysis", name + ": conversion failed: " + exception_type_name(e.type()) + ": " +
-                               exception_message(e.value()));
+    error(name + ": conversion failed: " + exception_type_name(e.type()) + ": " +
+          exception_message(e.value()));
     return;
   }
   py::gil_scoped_release release;  // host.array keeps the memory alive
@@ -285,12 +282,52 @@ void analyze(PyStep& self, const std::string& name, py::handle tensor, const std
     data["origin"] = {{"framework", host.framework},
                       {"zero_copy", host.zero_copy},
                       {"note", host.note.empty() ? nlohmann::json() : nlohmann::json(host.note)}};
-    step.attach(Attachment{"tensor", name, std::move(data)});
+    attach(Attachment{"tensor", name, std::move(data)});
   } catch (const Error& e) {
-    step.record_monitoring_error("tensor_analysis", name + ": " + e.name() + ": " + e.what());
+    error(name + ": " + e.name() + ": " + e.what());
   } catch (const std::exception& e) {
-    step.record_monitoring_error("tensor_analysis", name + ": " + e.what());
+    error(name + ": " + e.what());
   }
+}
+
+// step.analyze_tensor: attaches to the step (while it records).
+void analyze(PyStep& self, const std::string& name, py::handle tensor, const std::string& role,
+             const py::kwargs& kwargs) {
+  const TensorRole r = parse_role(role);
+  const AnalysisOptions options = parse_expectations(kwargs);  // argument errors raise
+  Step& step = self.get();
+  if (!step.active()) return;
+  analyze_into(
+      name, tensor, r, options, [&](Attachment a) { step.attach(std::move(a)); },
+      [&](const std::string& m) { step.record_monitoring_error("tensor_analysis", m); });
+}
+
+// run.analyze_tensor_into(step_id, ...): attaches to a step of the run, also an ended one.
+bool analyze_into_step(PyRun& self, int step_id, const std::string& name, py::handle tensor,
+                       const std::string& role, const py::kwargs& kwargs) {
+  const TensorRole r = parse_role(role);
+  const AnalysisOptions options = parse_expectations(kwargs);
+  if (self.finished()) return false;
+  ActiveRun& run = self.active();
+  bool attached = false;
+  analyze_into(
+      name, tensor, r, options,
+      [&](Attachment a) { attached = run.attach_to_step(step_id, std::move(a)); },
+      [&](const std::string& m) { run.record_monitoring_error("tensor_analysis", m); });
+  return attached;
+}
+
+std::vector<std::int64_t> shape_arg(const py::object& shape) {
+  return shape.is_none() ? std::vector<std::int64_t>{} : shape.cast<std::vector<std::int64_t>>();
+}
+
+PipelineTensors pipeline_tensors(const py::object& context, const py::object& pooled,
+                                 const py::object& latent, const py::object& source) {
+  PipelineTensors t{shape_arg(context), shape_arg(pooled), shape_arg(latent), {}};
+  const std::vector<std::int64_t> src = shape_arg(source);
+  if (src.size() >= 2) t.source.height = src[0], t.source.width = src[1];
+  if (src.size() >= 3) t.source.frames = src[2];
+  return t;
 }
 
 }  // namespace
@@ -303,6 +340,33 @@ void register_tensor(py::module_& m) {
           throw Error("UnknownFamily", "unknown model family '" + name + "'");
       },
       py::arg("name"), "Raises genscope.Error('UnknownFamily') for an unknown family name.");
+  m.def(
+      "_family_verdict",
+      [](const py::object& context, const py::object& pooled, const py::object& latent,
+         const py::object& source) {
+        return to_python(
+            family_verdict_json(classify_pipeline(pipeline_tensors(context, pooled, latent, source))));
+      },
+      py::arg("context") = py::none(), py::arg("pooled") = py::none(),
+      py::arg("latent") = py::none(), py::arg("source") = py::none(),
+      "The family verdict (dict) of the shapes a pipeline's denoiser was seen with.");
+  m.def(
+      "_resolve_family",
+      [](const std::string& name, const py::object& context, const py::object& pooled,
+         const py::object& latent) {
+        const std::optional<ModelFamily> f =
+            resolve_family(name, pipeline_tensors(context, pooled, latent, py::none()));
+        if (!f) throw Error("UnknownFamily", "unknown model family '" + name + "'");
+        return std::string(family_name(*f));
+      },
+      py::arg("name"), py::arg("context") = py::none(), py::arg("pooled") = py::none(),
+      py::arg("latent") = py::none(),
+      "The family display name an alias ('wan2.2') means for these shapes.");
+  py::class_<PyRun> run_class = py::reinterpret_borrow<py::class_<PyRun>>(m.attr("Run"));
+  run_class.def("analyze_tensor_into", &analyze_into_step, py::arg("step_id"), py::arg("name"),
+                py::arg("tensor"), py::arg("role") = "other",
+                "Like Step.analyze_tensor, attached to step `step_id` of this run, also after "
+                "it ended. Returns whether it was attached.");
   py::class_<PyStep> step_class = py::reinterpret_borrow<py::class_<PyStep>>(m.attr("Step"));
   step_class.def("analyze_tensor", &analyze, py::arg("name"), py::arg("tensor"),
                  py::arg("role") = "other",
