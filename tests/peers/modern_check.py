@@ -46,8 +46,11 @@ from check_steps import FAILED, check
 
 
 class Family:
-    def __init__(self, name, build, family, call, encoders, calls_per_step, evaluations_per_step):
+    def __init__(self, name, build, family, call, encoders, calls_per_step, evaluations_per_step,
+                 verdict, steps=None):
         self.name = name
+        self.verdict = verdict  # the family genscope's verdict must name (no family declared)
+        self.steps = steps  # the steps besides text encoders, sampling, vae.decode (in order)
         self.build = build  # () -> pipeline
         self.family = family  # genscope family id
         self.call = call  # the pipeline's arguments (steps added)
@@ -61,41 +64,64 @@ CLIP_T5 = ["text_encoder (prompt)", "text_encoder_2 (prompt)"]
 FAMILIES = [
     Family("flux-dev", pipelines.flux, "flux-dev",
            dict(prompt="a photo of a cat", height=64, width=64, guidance_scale=3.5),
-           CLIP_T5, 1, 1),
+           CLIP_T5, 1, 1, "Flux.1-dev"),
     Family("flux-dev-true-cfg", pipelines.flux, "flux-dev",
            dict(prompt="a photo of a cat", negative_prompt=NEG, true_cfg_scale=4.0, height=64,
                 width=64, guidance_scale=3.5),
-           CLIP_T5 + ["text_encoder (negative)", "text_encoder_2 (negative)"], 2, 2),
+           CLIP_T5 + ["text_encoder (negative)", "text_encoder_2 (negative)"], 2, 2, "Flux.1-dev"),
     Family("wan2.1", pipelines.wan, "wan2.1",
            dict(prompt="a cat walking", negative_prompt=NEG, height=32, width=32, num_frames=9,
                 guidance_scale=5.0),
-           ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2),
+           ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2, "Wan 2.x"),
     Family("wan2.2-a14b", lambda: pipelines.wan(a14b=True), "wan-a14b",
            dict(prompt="a cat walking", negative_prompt=NEG, height=32, width=32, num_frames=9,
                 guidance_scale=4.0, guidance_scale_2=3.0),
-           ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2),
+           ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2, "Wan 2.x"),
     Family("sd3.5", pipelines.sd35, "sd3.5",
            dict(prompt="a photo of a cat", negative_prompt=NEG, height=64, width=64,
                 guidance_scale=5.0),
            ["text_encoder (prompt)", "text_encoder_2 (prompt)", "text_encoder_3 (prompt)",
             "text_encoder (negative)", "text_encoder_2 (negative)", "text_encoder_3 (negative)"],
-           1, 2),
+           1, 2, "SD3"),
     Family("flux-schnell", lambda: pipelines.flux(schnell=True), "flux-schnell",
            dict(prompt="a photo of a cat", height=64, width=64, guidance_scale=0.0,
                 max_sequence_length=256),
-           CLIP_T5, 1, 1),
+           CLIP_T5, 1, 1, "Flux.1-schnell"),
     Family("qwen-image", pipelines.qwen_image, "qwen-image",
            dict(prompt="a photo of a cat", negative_prompt=NEG, true_cfg_scale=4.0, height=64,
                 width=64),
-           ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2),
+           ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2, "Qwen-Image"),
     Family("ltx-video", pipelines.ltx, "ltx",
            dict(prompt="a cat walking", negative_prompt=NEG, height=64, width=64, num_frames=9,
                 guidance_scale=3.0),
-           ["text_encoder (prompt)", "text_encoder (negative)"], 1, 2),
+           ["text_encoder (prompt)", "text_encoder (negative)"], 1, 2, "LTX-Video"),
     Family("hunyuan-video", pipelines.hunyuan_video, "hunyuanvideo",
            dict(prompt="a cat walking", height=32, width=32, num_frames=5, guidance_scale=6.0),
-           ["text_encoder (prompt)", "text_encoder_2 (prompt)"], 1, 1),
+           ["text_encoder (prompt)", "text_encoder_2 (prompt)"], 1, 1, "HunyuanVideo"),
+    Family("flux2", pipelines.flux2, "flux2",
+           dict(prompt="a photo of a cat", height=64, width=64, guidance_scale=4.0,
+                text_encoder_out_layers=(1, 2, 3)),
+           ["text_encoder (prompt)"], 1, 1, "Flux.2"),
+    Family("flux2-klein", pipelines.flux2_klein, "flux2-klein",
+           dict(prompt="a photo of a cat", height=64, width=64, guidance_scale=4.0,
+                text_encoder_out_layers=(1, 2, 3)),
+           ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2, "Flux.2 Klein 4B"),
+    Family("wan2.2-ti2v", pipelines.wan_ti2v, "wan2.2",
+           dict(prompt="a cat walking", negative_prompt=NEG, height=64, width=64, num_frames=9,
+                guidance_scale=5.0),
+           ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2, "Wan 2.2 TI2V-5B"),
 ]
+
+
+# Pipelines run again declared as another family, and the checks that must fail then.
+WRONG = {
+    "flux-dev": ("sd3.5", {("pooled (denoiser input)", "conditioning_width"),
+                           ("latents (first iteration)", "latent_family")}),
+    "flux2": ("flux-dev", {("conditioning (denoiser input)", "conditioning_width"),
+                           ("latents (first iteration)", "latent_family")}),
+    "wan2.2-ti2v": ("wan2.1", {("latents (first iteration)", "latent_family")}),
+    "flux2-klein": ("flux2-klein-9b", {("conditioning (denoiser input)", "conditioning_width")}),
+}
 
 
 def generate(pipe, fam, steps):
@@ -228,6 +254,21 @@ def run_family(fam, steps):
             check(a > 0 and b > 0 and a + b == c.get("model_calls"),
                   f"{n}: both experts hooked (model_calls.transformer + model_calls.transformer_2 "
                   "= model_calls)", labels)
+        verdict = attachment(s, "family verdict") or {}
+        row["family_verdict"] = verdict.get("family") or " / ".join(
+            c["family"] for c in verdict.get("candidates") or []) or "none"
+        check(verdict.get("family") == fam.verdict,
+              f"{n}: the family verdict from every tensor seen is {fam.verdict}", verdict)
+        if fam.family != fam.verdict:  # an alias: the family it was resolved to
+            check(s["labels"].get("family") == fam.verdict,
+                  f"{n}: family={fam.family!r} resolved to {fam.verdict} by the tensors",
+                  s["labels"].get("family"))
+    texts = [s for s in doc["steps"] if s["kind"] == "text_encoding"]
+    bare = [s["name"] for s in texts if not any(
+        a["name"] in ("conditioning", "conditioning (denoiser input)", "pooled")
+        for a in s["attachments"])]
+    check(texts and not bare, f"{n}: every text step has its conditioning analysed (the "
+          "encoder's output, or for causal / VL encoders what the denoiser received)", bare)
     checks = checks_of(doc)
     failed = [f"{c[1]} {c[2]}: {c[3]} ({c[5]})" for c in checks if not c[4]]
     row["checks"] = f"{sum(c[4] for c in checks)}/{len(checks)} passed"
@@ -235,15 +276,14 @@ def run_family(fam, steps):
     check(checks and not failed, f"{n} declared {fam.family}: every family check passes", failed)
     check(inst.hook_errors == 0 and doc["monitoring_errors"] == [],
           f"{n}: hook_errors == 0, no monitoring errors", (inst.hook_errors, doc["monitoring_errors"]))
-    if n == "flux-dev":  # the checks can fail: the same pipeline declared SD3.5
+    if n in WRONG:  # the checks can fail: the same pipeline declared another family
+        declared, want_failed = WRONG[n]
         wrong = genscope.Monitor(nvml=False).start_run(pipeline="diffusers", model=n)
-        with gt.instrument(pipe, wrong, family="sd3.5"):
+        with gt.instrument(pipe, wrong, family=declared):
             generate(pipe, fam, 1)
         failed_wrong = {(c[1], c[3]) for c in checks_of(wrong.finish()) if not c[4]}
-        want_failed = {("pooled (denoiser input)", "conditioning_width"),
-                       ("latents (first iteration)", "latent_family")}
         check(want_failed <= failed_wrong,
-              f"{n} declared sd3.5: the pooled width and latent family checks fail",
+              f"{n} declared {declared}: the checks {sorted(want_failed)} fail",
               sorted(failed_wrong))
     row["seconds"] = time.perf_counter() - started
     return row
@@ -251,18 +291,19 @@ def run_family(fam, steps):
 
 def table(rows, steps):
     head = ("| family | steps recorded | iterations | model calls | evaluations / step | "
-            "conditioning seen (denoiser input) | classified as (undeclared) | family checks | "
-            "verdict (family declared) |")
-    lines = [head, "|" + "---|" * 9]
+            "conditioning seen (denoiser input) | classified as (undeclared) | family verdict "
+            "(all tensors, undeclared) | family checks | verdict (family declared) |")
+    lines = [head, "|" + "---|" * 10]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['family']} | — | — | — | — | — | — | — | ERROR: {r['error']} |")
+            lines.append(f"| {r['family']} | — | — | — | — | — | — | — | — | ERROR: {r['error']} |")
             continue
         lines.append(
             f"| {r['family']} | {r['text_encoding']} text_encoding, sampling, vae_decode | "
             f"{r.get('iterations')} of {steps} | {r.get('model_calls') or 0:g}"
             f"{' (' + r['experts'] + ')' if 'experts' in r else ''} | "
             f"{r.get('evaluations_per_step') or 0:g} | {r.get('conditioning')} | {r.get('classified')} | "
+            f"{r.get('family_verdict')} | "
             f"{r['checks']} | "
             f"{r['verdict']} |")
     return "\n".join(lines)

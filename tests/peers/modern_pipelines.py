@@ -255,3 +255,95 @@ def hunyuan_video():
         vae=vae, scheduler=_flow_scheduler(shift=7.0), text_encoder_2=_clip(768),
         tokenizer_2=make_tokenizer("clip", 77))
     return _done(pipe)
+
+
+CHAT_TEMPLATE = ("{% for m in messages %}{% if m['content'] is string %}{{ m['content'] }}"
+                 "{% else %}{% for c in m['content'] %}{{ c['text'] }}{% endfor %}{% endif %}"
+                 "{% endfor %}")
+
+
+def _chat_tokenizer(max_length):
+    """A "qwen" tokenizer with a chat template (text parts of the messages joined), as the
+    Flux.2 pipelines' apply_chat_template needs."""
+    tok = make_tokenizer("qwen", max_length)
+    tok.chat_template = CHAT_TEMPLATE
+    return tok
+
+
+def _flux2_parts(text_dim):
+    """Flux2Transformer2DModel (128-wide packed tokens: 2x2 patches of 32 channels) and the
+    Flux.2 VAE (32 latent channels, 8 spatial, batch-norm statistics)."""
+    from diffusers import AutoencoderKLFlux2, Flux2Transformer2DModel
+
+    transformer = Flux2Transformer2DModel(
+        patch_size=1, in_channels=128, num_layers=1, num_single_layers=1, attention_head_dim=16,
+        num_attention_heads=2, joint_attention_dim=text_dim, timestep_guidance_channels=32,
+        axes_dims_rope=(4, 4, 4, 4), guidance_embeds=text_dim == 15360)
+    vae = AutoencoderKLFlux2(block_out_channels=(4, 4, 4, 4), layers_per_block=1,
+                             norm_num_groups=2, latent_channels=32)
+    return transformer, vae
+
+
+def flux2():
+    """Flux2Pipeline: Mistral-Small-3.1 (Mistral3ForConditionalGeneration, hidden 5120; three
+    layers' hidden states side by side: 15360) x 512 tokens, no pooled vector. The encoder has
+    3 layers and the pipeline is called with text_encoder_out_layers=(1, 2, 3) (the real: 10,
+    20, 30 of 40): the same width."""
+    from diffusers import Flux2Pipeline
+    from transformers import Mistral3Config, Mistral3ForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = Mistral3Config(
+        text_config=dict(model_type="mistral", vocab_size=_vocab(), hidden_size=5120,
+                         intermediate_size=16, num_hidden_layers=3, num_attention_heads=2,
+                         num_key_value_heads=1, head_dim=8, max_position_embeddings=1024),
+        vision_config=dict(model_type="pixtral", hidden_size=16, intermediate_size=16,
+                           num_hidden_layers=1, num_attention_heads=2, head_dim=8,
+                           patch_size=14, image_size=28),
+        image_token_index=_vocab() - 1, spatial_merge_size=2)
+    text_encoder = Mistral3ForConditionalGeneration(config)
+    transformer, vae = _flux2_parts(15360)
+    pipe = Flux2Pipeline(scheduler=_flow_scheduler(shift=3.0, use_dynamic_shifting=True),
+                         vae=vae, text_encoder=text_encoder, tokenizer=_chat_tokenizer(512),
+                         transformer=transformer)
+    return _done(pipe)
+
+
+def flux2_klein(width=2560):
+    """Flux2KleinPipeline (not distilled: true CFG, a call per prompt): Qwen3 (hidden 2560 for
+    Klein 4B; three layers side by side: 7680) x 512 tokens; 3 layers, called with
+    text_encoder_out_layers=(1, 2, 3) (the real: 9, 18, 27)."""
+    from diffusers import Flux2KleinPipeline
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(0)
+    text_encoder = Qwen3ForCausalLM(Qwen3Config(
+        vocab_size=_vocab(), hidden_size=width, intermediate_size=16, num_hidden_layers=3,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=8, max_position_embeddings=1024))
+    transformer, vae = _flux2_parts(3 * width)
+    pipe = Flux2KleinPipeline(scheduler=_flow_scheduler(shift=3.0, use_dynamic_shifting=True),
+                              vae=vae, text_encoder=text_encoder,
+                              tokenizer=_chat_tokenizer(512), transformer=transformer,
+                              is_distilled=False)
+    return _done(pipe)
+
+
+def wan_ti2v():
+    """WanPipeline as Wan 2.2 TI2V-5B: expand_timesteps, the Wan 2.2 VAE (48 channels, 16
+    spatial = 2x2 patchify x 8, 4 temporal), umT5-XXL 4096 x 512."""
+    from diffusers import AutoencoderKLWan, WanPipeline, WanTransformer3DModel
+
+    torch.manual_seed(0)
+    vae = AutoencoderKLWan(base_dim=4, z_dim=48, dim_mult=[1, 1, 1, 1], num_res_blocks=1,
+                           temperal_downsample=[False, True, True], is_residual=True,
+                           in_channels=12, out_channels=12, patch_size=2,
+                           scale_factor_spatial=16, scale_factor_temporal=4,
+                           latents_mean=[0.0] * 48, latents_std=[1.0] * 48)
+    transformer = WanTransformer3DModel(
+        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12, in_channels=48,
+        out_channels=48, text_dim=4096, freq_dim=256, ffn_dim=32, num_layers=1,
+        rope_max_seq_len=32)
+    pipe = WanPipeline(tokenizer=make_tokenizer("t5", 512), text_encoder=_t5(umt5=True), vae=vae,
+                       scheduler=_flow_scheduler(shift=5.0), transformer=transformer,
+                       expand_timesteps=True)
+    return _done(pipe)
