@@ -110,6 +110,11 @@ FAMILIES = [
            dict(prompt="a cat walking", negative_prompt=NEG, height=64, width=64, num_frames=9,
                 guidance_scale=5.0),
            ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2, "Wan 2.2 TI2V-5B"),
+    Family("wan2.1-i2v", pipelines.wan_i2v, "wan2.1",
+           dict(prompt="a cat walking", negative_prompt=NEG, height=32, width=32, num_frames=9,
+                guidance_scale=5.0, image=pipelines.first_frame(32, 32)),
+           ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2, "Wan 2.x",
+           steps=[("custom", "image_encoder"), ("latent_generation", "vae.encode")]),
 ]
 
 
@@ -158,6 +163,7 @@ def wrapped_objects(inst):
     scheduler."""
     c = inst.components
     out = list(c.text_encoders.items()) + list(c.denoisers().items())
+    out += list(c.more_models.items())
     out += [(n, o) for n, o in (("vae", c.vae), ("scheduler", c.scheduler)) if o is not None]
     return out
 
@@ -193,7 +199,7 @@ def check_copy(fam, pipe, inst):
                     dup.step_index == 1
                 why = (state, sched.step_index, dup.step_index)
             else:
-                method = "forward" if name != "vae" else "decode"
+                method = "decode" if name in ("vae", "audio_vae") else "forward"
                 bound = getattr(dup, method)
                 ok = getattr(bound, "__self__", None) is dup and \
                     getattr(bound, "__func__", None) is getattr(type(dup), method)
@@ -220,12 +226,13 @@ def run_family(fam, steps):
           f"max |diff| {float((plain - out).abs().max())}")
     steps_seen = [(s["kind"], s["name"]) for s in doc["steps"]]
     denoisers = ", ".join(d for d in ("transformer", "transformer_2") if getattr(pipe, d, None) is not None)
-    want = [("text_encoding", e) for e in fam.encoders] + [
+    want = [("text_encoding", e) for e in fam.encoders] + (fam.steps or []) + [
         ("sampling", f"denoise ({denoisers})"), ("vae_decode", "vae.decode")]
     check(steps_seen == want, f"{n}: steps {[s[1] for s in want]}", steps_seen)
     sampling = [s for s in doc["steps"] if s["kind"] == "sampling"]
     row = {"family": n, "steps": ", ".join(f"{k}:{name}" for k, name in steps_seen),
-           "text_encoding": sum(k == "text_encoding" for k, _ in steps_seen)}
+           "text_encoding": sum(k == "text_encoding" for k, _ in steps_seen),
+           "more_steps": ", ".join(name for _, name in fam.steps or [])}
     if sampling:
         s = sampling[0]
         c = s["counters"]
@@ -299,7 +306,8 @@ def table(rows, steps):
             lines.append(f"| {r['family']} | — | — | — | — | — | — | — | — | ERROR: {r['error']} |")
             continue
         lines.append(
-            f"| {r['family']} | {r['text_encoding']} text_encoding, sampling, vae_decode | "
+            f"| {r['family']} | {r['text_encoding']} text_encoding, "
+            f"{r['more_steps'] + ', ' if r.get('more_steps') else ''}sampling, vae_decode | "
             f"{r.get('iterations')} of {steps} | {r.get('model_calls') or 0:g}"
             f"{' (' + r['experts'] + ')' if 'experts' in r else ''} | "
             f"{r.get('evaluations_per_step') or 0:g} | {r.get('conditioning')} | {r.get('classified')} | "

@@ -347,3 +347,37 @@ def wan_ti2v():
                        scheduler=_flow_scheduler(shift=5.0), transformer=transformer,
                        expand_timesteps=True)
     return _done(pipe)
+
+
+def wan_i2v():
+    """WanImageToVideoPipeline (Wan 2.1 I2V): umT5-XXL 4096 x 512, a CLIP ViT-H image encoder
+    (hidden 1280; the pipeline takes its penultimate hidden states), the first frame encoded by
+    the Wan VAE, the transformer's input 36 channels (16 noise + 4 mask + 16 image latents)."""
+    from diffusers import AutoencoderKLWan, WanImageToVideoPipeline, WanTransformer3DModel
+    from transformers import CLIPImageProcessor, CLIPVisionConfig, CLIPVisionModel
+
+    torch.manual_seed(0)
+    vae = AutoencoderKLWan(base_dim=3, z_dim=16, dim_mult=[1, 1, 1, 1], num_res_blocks=1,
+                           temperal_downsample=[False, True, True])
+    image_encoder = CLIPVisionModel(CLIPVisionConfig(
+        hidden_size=1280, intermediate_size=16, num_hidden_layers=2, num_attention_heads=2,
+        image_size=28, patch_size=14, projection_dim=16))
+    processor = CLIPImageProcessor(size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28})
+    transformer = WanTransformer3DModel(
+        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12, in_channels=36,
+        out_channels=16, text_dim=4096, freq_dim=256, ffn_dim=32, num_layers=1,
+        image_dim=1280, added_kv_proj_dim=24, rope_max_seq_len=32)
+    pipe = WanImageToVideoPipeline(
+        tokenizer=make_tokenizer("t5", 512), text_encoder=_t5(umt5=True), vae=vae,
+        scheduler=_flow_scheduler(shift=5.0), transformer=transformer,
+        image_processor=processor, image_encoder=image_encoder)
+    return _done(pipe)
+
+
+def first_frame(height, width):
+    """A fixed RGB PIL image (the image-to-video pipelines' first frame)."""
+    from PIL import Image
+
+    g = torch.Generator().manual_seed(7)
+    pixels = (torch.rand(height, width, 3, generator=g) * 255).to(torch.uint8).numpy()
+    return Image.fromarray(pixels)

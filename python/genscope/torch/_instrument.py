@@ -29,7 +29,7 @@ import types
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _genscope
-from ._components import Components, find_components
+from ._components import MORE_MODELS, Components, _is_module, find_components
 from ._generation import Generation, call_code, find_call_frame, read_generation
 from ._tensors import (batch_of, caller, denoiser_conditioning, encoder_outputs, first_tensor,
                        frames_and_pixels, is_tensor, latent_of_encode)
@@ -141,6 +141,14 @@ class Instrumentation:
             self._wrap(c.scheduler, "step", self._scheduler_step)
             if callable(getattr(c.scheduler, "set_timesteps", None)):
                 self._wrap(c.scheduler, "set_timesteps", self._set_timesteps)
+        for name, model in c.more_models.items():
+            for method in MORE_MODELS[name]:
+                where = f"{name}.{method}" if method != "forward" else name
+                around = functools.partial(self._model_call, where)
+                if method == "forward" and _is_module(model):
+                    self._wrap_forward(model, around)
+                else:
+                    self._wrap(model, method, around)
         if c.vae is not None:
             self._wrap(c.vae, "encode", functools.partial(self._vae_call, "latent_generation",
                                                           "vae.encode"))
@@ -542,6 +550,9 @@ class Instrumentation:
             self._analyze(step, "pooled (denoiser input)", pooled, "pooled")
         if adm is not None:
             self._analyze(step, "adm vector (denoiser input)", adm, "pooled", family=False)
+        image = kwargs.get("encoder_hidden_states_image")  # Wan I2V: CLIP image states
+        if is_tensor(image):
+            self._analyze(step, "image conditioning (denoiser input)", image, "other")
 
     def _denoiser_failed(self, exc: BaseException) -> None:
         s = self._sampling
@@ -651,6 +662,36 @@ class Instrumentation:
         timesteps = getattr(scheduler, "timesteps", None)
         return (isinstance(index, int) and timesteps is not None and
                 index >= len(timesteps))
+
+    # --- other models (image encoder, connectors, audio VAE, vocoder) -----------------------------
+    def _model_call(self, where: str, original: Callable[..., Any], *args: Any,
+                    **kwargs: Any) -> Any:
+        """A call of a model the pipeline runs outside the denoising loop: a ``custom`` step
+        (the sampling step before it ends, as at the VAE). Nested calls (a model calling
+        itself, encode inside decode) are one step."""
+        depth = getattr(self._vae_depth, "value", 0)
+        if depth > 0:
+            return original(*args, **kwargs)
+        step = self._guard(where, lambda: self._model_begin(where))
+        self._vae_depth.value = depth + 1
+        try:
+            result = original(*args, **kwargs)
+        except BaseException as e:
+            if step is not None:
+                self._guard(where, functools.partial(self._fail_step, step, e))
+            raise
+        finally:
+            self._vae_depth.value = depth
+        if step is not None:
+            self._guard(where, step.end)
+        return result
+
+    def _model_begin(self, where: str) -> Any:
+        self._end_sampling()
+        self._enter_generation()
+        step = self.run.step("custom", where, source=caller())
+        step.label("model", where.split(".")[0])
+        return step
 
     # --- VAE -------------------------------------------------------------------------------------------
     def _vae_call(self, kind: str, name: str, original: Callable[..., Any], *args: Any,
