@@ -115,6 +115,11 @@ FAMILIES = [
                 guidance_scale=5.0, image=pipelines.first_frame(32, 32)),
            ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2, "Wan 2.x",
            steps=[("custom", "image_encoder"), ("latent_generation", "vae.encode")]),
+    Family("hunyuan-video-1.5", pipelines.hunyuan_video15, "hunyuanvideo1.5",
+           dict(prompt='a sign that says "hello"', negative_prompt=NEG, height=32, width=32,
+                num_frames=5),
+           ["text_encoder (prompt)", "text_encoder_2 (prompt)", "text_encoder (negative)"], 2, 2,
+           "HunyuanVideo 1.5"),
 ]
 
 
@@ -126,6 +131,7 @@ WRONG = {
                            ("latents (first iteration)", "latent_family")}),
     "wan2.2-ti2v": ("wan2.1", {("latents (first iteration)", "latent_family")}),
     "flux2-klein": ("flux2-klein-9b", {("conditioning (denoiser input)", "conditioning_width")}),
+    "hunyuan-video-1.5": ("qwen-image", {("latents (first iteration)", "latent_family")}),
 }
 
 

@@ -381,3 +381,33 @@ def first_frame(height, width):
     g = torch.Generator().manual_seed(7)
     pixels = (torch.rand(height, width, 3, generator=g) * 255).to(torch.uint8).numpy()
     return Image.fromarray(pixels)
+
+
+def hunyuan_video15():
+    """HunyuanVideo15Pipeline: Qwen2.5-VL text model (hidden 3584; the pipeline takes the
+    third-last hidden states and crops the 108-token template: 1000 tokens), ByT5 (d_model
+    1472) for quoted glyph text, the HunyuanVideo 1.5 VAE (32 channels, 16 spatial, 4
+    temporal), classifier-free guidance through a guider (a call per condition)."""
+    from diffusers import (AutoencoderKLHunyuanVideo15, ClassifierFreeGuidance,
+                           HunyuanVideo15Pipeline, HunyuanVideo15Transformer3DModel)
+    from transformers import Qwen2_5_VLTextConfig, Qwen2_5_VLTextModel, T5Config, T5EncoderModel
+
+    torch.manual_seed(0)
+    text_encoder = Qwen2_5_VLTextModel(Qwen2_5_VLTextConfig(
+        vocab_size=_vocab(), hidden_size=3584, intermediate_size=16, num_hidden_layers=2,
+        num_attention_heads=112, num_key_value_heads=1, max_position_embeddings=2048,
+        rope_scaling={"type": "mrope", "mrope_section": [4, 6, 6], "rope_type": "default"}))
+    byt5 = T5EncoderModel(T5Config(vocab_size=_vocab(), d_model=1472, d_kv=8, d_ff=16,
+                                   num_layers=1, num_heads=2, relative_attention_num_buckets=8,
+                                   pad_token_id=0, eos_token_id=1, decoder_start_token_id=0))
+    vae = AutoencoderKLHunyuanVideo15(block_out_channels=(32, 32, 32, 32, 32), layers_per_block=1,
+                                      latent_channels=32)
+    transformer = HunyuanVideo15Transformer3DModel(
+        in_channels=65, out_channels=32, num_attention_heads=2, attention_head_dim=16,
+        num_layers=1, num_refiner_layers=1, mlp_ratio=1.0, text_embed_dim=3584,
+        text_embed_2_dim=1472, image_embed_dim=1152, rope_axes_dim=(4, 6, 6), task_type="t2v")
+    pipe = HunyuanVideo15Pipeline(
+        text_encoder=text_encoder, tokenizer=_chat_tokenizer(1108), transformer=transformer,
+        vae=vae, scheduler=_flow_scheduler(shift=7.0), text_encoder_2=byt5,
+        tokenizer_2=make_tokenizer("t5", 256), guider=ClassifierFreeGuidance(guidance_scale=6.0))
+    return _done(pipe)
