@@ -52,6 +52,10 @@ nlohmann::json comparison_json(const TensorComparison& c);
 /// an invalid view.
 nlohmann::json tensor_analysis_json(const TensorView& view, TensorRole role,
                                     const AnalysisOptions& options = {});
+/// The same with statistics computed elsewhere (a StatsAccumulator fed piece by piece):
+/// `view` gives the shape, strides, dtype and device; its data is not read.
+nlohmann::json tensor_analysis_json(const TensorView& view, TensorRole role,
+                                    const AnalysisOptions& options, const TensorStats& stats);
 /// Attaches tensor_analysis_json as {"tensor", name, json} to `step`. Never throws: a
 /// failure is recorded with step.record_monitoring_error("tensor_analysis", ...).
 void analyze_tensor(Step& step, std::string_view name, const TensorView& view, TensorRole role,

@@ -117,7 +117,11 @@ nlohmann::json family_verdict_json(const FamilyVerdict& v) {
 
 nlohmann::json tensor_analysis_json(const TensorView& view, TensorRole role,
                                     const AnalysisOptions& options) {
-  const TensorStats stats = compute_stats(view, options.stats);
+  return tensor_analysis_json(view, role, options, compute_stats(view, options.stats));
+}
+
+nlohmann::json tensor_analysis_json(const TensorView& view, TensorRole role,
+                                    const AnalysisOptions& options, const TensorStats& stats) {
   nlohmann::json j{
       {"schema", "genscope.tensor/1"},
       {"role", role_name(role)},

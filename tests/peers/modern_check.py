@@ -302,6 +302,53 @@ def run_family(fam, steps):
     return row
 
 
+def vm_hwm():
+    """The process's peak resident memory (bytes), from /proc/self/status."""
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmHWM:"))
+
+
+def check_video_stats():
+    """A decoded video's statistics in bounded host memory: a (1, 81, 3, 240, 416) float32
+    video (97 MB, the (B, F, C, H, W) permuted view diffusers returns, not contiguous)
+    analysed in host pieces of at most 8 MiB (what a GPU tensor gets by default;
+    host_piece_bytes forces it on the CPU, where each piece is made contiguous) has the
+    statistics of the whole-tensor pass, and the process's peak memory grows by at most 24 MiB
+    meanwhile (one 8 MiB host buffer, refilled piece by piece; a whole contiguous copy would
+    add 97 MB)."""
+    x = torch.randn(1, 3, 81, 240, 416, generator=torch.Generator().manual_seed(3))
+    video = x.permute(0, 2, 1, 3, 4)
+    run = genscope.Monitor(nvml=False).start_run(pipeline="video", model="stats")
+    with run.step("vae_decode", "in pieces") as step:
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")  # resets VmHWM to the current resident size
+        except OSError as e:
+            check(False, "video statistics: /proc/self/clear_refs resets the peak memory", e)
+        before = vm_hwm()
+        step.analyze_tensor("video", video, "image", host_piece_bytes=8 << 20, threads=1)
+        grown = vm_hwm() - before
+    with run.step("vae_decode", "whole") as step:
+        step.analyze_tensor("video", video, "image", threads=1)
+    doc = run.finish()
+    pieces, whole = (attachment(s, "video") for s in doc["steps"])
+    a, b = pieces["stats"], whole["stats"]
+    exact = ("numel", "bytes", "finite_count", "nan_count", "zero_count", "min", "max",
+             "abs_max", "hash")
+    check(all(a[k] == b[k] for k in exact) and
+          all(abs(a[k] - b[k]) <= 1e-9 * max(1.0, abs(b[k])) for k in ("mean", "std", "l2_norm")),
+          "video statistics in host pieces equal the whole-tensor pass (counts, range, hash "
+          "exact; mean, std, norm to 1e-9)", (a, b))
+    origin = pieces["origin"]
+    check(origin.get("pieces", 0) > 1 and origin.get("piece_bytes", 1 << 40) <= 8 << 20 and
+          pieces["shape"] == list(video.shape),
+          f"video statistics: {origin.get('pieces')} host pieces of at most 8 MiB", origin)
+    check(grown <= 24 << 20,
+          f"video statistics in pieces: peak memory grew {grown / 2**20:.1f} MiB (<= 24 MiB) for "
+          f"a {video.numel() * 4 / 2**20:.0f} MiB video", grown)
+    return grown
+
+
 def table(rows, steps):
     head = ("| family | steps recorded | iterations | model calls | evaluations / step | "
             "conditioning seen (denoiser input) | classified as (undeclared) | family verdict "
@@ -335,6 +382,8 @@ def main():
                 f"torch {torch.__version__}, CPU")
     print(f"# {versions}", flush=True)
     only = set(args.only.split(",")) if args.only else None
+    if not only or "video-stats" in only:
+        check_video_stats()
     rows = []
     for fam in FAMILIES:
         if only and fam.name not in only:
