@@ -5,9 +5,10 @@ PYTHONPATH=<build>/python:
 
     modern_check.py [--table FILE] [--steps N] [--only NAME[,NAME...]]
 
-The pipelines (modern_pipelines.py) are the real FluxPipeline, WanPipeline, StableDiffusion3Pipeline,
-QwenImagePipeline, LTXPipeline and HunyuanVideoPipeline, tiny, with the real conditioning widths
-and latent layouts. For each family:
+The pipelines (modern_pipelines.py) are the real FluxPipeline, Flux2Pipeline, Flux2KleinPipeline,
+WanPipeline, WanImageToVideoPipeline, StableDiffusion3Pipeline, QwenImagePipeline, LTXPipeline,
+HunyuanVideoPipeline and HunyuanVideo15Pipeline, tiny, with the real conditioning widths and
+latent layouts. For each family:
 - the output (images or video frames, output_type="pt", a fixed generator) is bit-identical with
   and without instrument (torch.equal);
 - the steps: one text_encoding step per encoder call (prompt, and negative prompt where the
@@ -19,13 +20,20 @@ and latent layouts. For each family:
 - the conditioning the denoiser receives is analysed, and every family check (declared family)
   passes: conditioning width / tokens, pooled width, latent layout;
 - instrument's hook_errors == 0 and the run has no monitoring_errors;
-- Flux.1-dev declared SD3.5: the pooled width (768, not 2048) and latent family checks fail;
+- the family verdict from every tensor seen (no family declared) names the family; an alias
+  (family="wan2.2") is resolved by the tensors; every text step has its conditioning analysed
+  (for causal / VL encoders: what the denoiser received);
+- WRONG: pipelines declared another family fail the checks listed there (Flux.1-dev declared
+  SD3.5: the pooled width, 768 not 2048, and the latent family);
 - every family, every wrapped object (text encoders, denoisers, VAE, scheduler): copy.copy and
   copy.deepcopy inside the block give a plain object (none of genscope's wrappers) independent
   of the original: a copied scheduler steps without moving the original, a copied model or VAE
   runs its class's method bound to the copy, nothing is counted by the instrumentation;
 - Wan 2.2 A14B: both experts hooked, model_calls.transformer and model_calls.transformer_2 on
   the sampling step, adding up to model_calls.
+
+Before the families: a decoded video's statistics in host pieces equal the whole-tensor pass,
+in bounded memory (check_video_stats).
 
 Each check prints "ok  <what>" or "FAIL <what>: <why>"; the exit status is 1 when one failed.
 The table (family x steps, iterations, evaluations per step, conditioning seen, verdict) is

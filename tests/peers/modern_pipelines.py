@@ -1,9 +1,11 @@
 """Tiny real pipelines of today's diffusers (issue 26) for tests/peers/modern_check.py.
 
 Every class is the real one from the newest diffusers / transformers on PyPI
-(tests/peers/requirements-modern.txt): FluxPipeline, WanPipeline (Wan 2.1, and Wan 2.2 A14B
-with ``transformer_2`` and ``boundary_ratio``), StableDiffusion3Pipeline, QwenImagePipeline,
-LTXPipeline, HunyuanVideoPipeline, their transformers, VAEs and text encoders. Depth is one
+(tests/peers/requirements-modern.txt): FluxPipeline, WanPipeline (Wan 2.1, Wan 2.2 A14B
+with ``transformer_2`` and ``boundary_ratio``, Wan 2.2 TI2V-5B), WanImageToVideoPipeline,
+StableDiffusion3Pipeline, QwenImagePipeline, LTXPipeline, HunyuanVideoPipeline,
+HunyuanVideo15Pipeline, Flux2Pipeline, Flux2KleinPipeline, their transformers, VAEs and text
+and image encoders. Depth is one
 layer and the inner widths are a few channels, so a step takes well under a second on one
 core; the widths genscope's family checks read are the real ones: T5-XXL / umT5-XXL / Llama
 4096, CLIP-L 768 (pooled 768), CLIP-G 1280 (SD3's pooled 768 + 1280 = 2048), Qwen2.5-VL 3584,
