@@ -459,7 +459,7 @@ class Instrumentation:
         if s is None:
             self._enter_generation()
             s = self._begin_sampling()
-            self._read_received(s, args, kwargs)
+            self._guard("denoiser", lambda: self._read_received(s, args, kwargs))
             if self.analyze:
                 self._analyze_received_conditioning(s.step, args, kwargs)
         s.calls_started += 1
@@ -483,6 +483,7 @@ class Instrumentation:
         s.calls_in_iteration += 1
         if s.first_input is None and is_tensor(x):
             s.first_input = x
+            s.latent_shape = tuple(int(d) for d in x.shape)  # for the family verdict
             if self.analyze:
                 self._analyze(s.step, "model input (first call)", x, "latent")
         s.last_input = x
