@@ -144,6 +144,11 @@ class ActiveRun {
   void add_note(std::string_view note) noexcept;
   /// Attaches a run-level analysis.
   void attach(Attachment attachment) noexcept;
+  /// Attaches an analysis to step `step_id` of this run, also after the step ended (what
+  /// is known only later: the conditioning a denoiser receives from a text step whose
+  /// encoder returned no last_hidden_state). In the run document, not in the step's live
+  /// StepEnded event. False when no such step (or the run is finished or inactive).
+  bool attach_to_step(int step_id, Attachment attachment) noexcept;
   /// Sets a run label.
   void label(std::string_view key, std::string_view value) noexcept;
   /// The run recorded so far (open steps have status "running").

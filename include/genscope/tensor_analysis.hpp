@@ -44,12 +44,18 @@ nlohmann::json tensor_stats_json(const TensorStats& stats);
 nlohmann::json conditioning_json(const ConditioningClassification& c);
 /// JSON of a latent classification.
 nlohmann::json latent_json(const LatentClassification& c);
+/// JSON of a pipeline's family verdict ({"family": unique or null, "candidates", "notes"}).
+nlohmann::json family_verdict_json(const FamilyVerdict& v);
 /// JSON of a comparison (for "tensor_comparison" attachments).
 nlohmann::json comparison_json(const TensorComparison& c);
 /// Computes stats, classification, flags and checks of `view`; throws genscope::Error for
 /// an invalid view.
 nlohmann::json tensor_analysis_json(const TensorView& view, TensorRole role,
                                     const AnalysisOptions& options = {});
+/// The same with statistics computed elsewhere (a StatsAccumulator fed piece by piece):
+/// `view` gives the shape, strides, dtype and device; its data is not read.
+nlohmann::json tensor_analysis_json(const TensorView& view, TensorRole role,
+                                    const AnalysisOptions& options, const TensorStats& stats);
 /// Attaches tensor_analysis_json as {"tensor", name, json} to `step`. Never throws: a
 /// failure is recorded with step.record_monitoring_error("tensor_analysis", ...).
 void analyze_tensor(Step& step, std::string_view name, const TensorView& view, TensorRole role,

@@ -25,13 +25,18 @@ namespace genscope {
 /// Diffusion model families (text conditioning and VAE latents).
 enum class ModelFamily {
   kSD1, kSD2, kSDXL, kSDXLRefiner, kSD3, kFlux1Dev, kFlux1Schnell, kWan21, kWan22TI2V,
-  kQwenImage, kHunyuanVideo, kLtxVideo,
+  kQwenImage, kHunyuanVideo, kLtxVideo, kFlux2, kFlux2Klein4B, kFlux2Klein9B, kHunyuanVideo15,
 };
 
 /// Display name: "SD1.x", "SDXL", "Flux.1-dev", "Wan 2.x", "Wan 2.2 TI2V-5B", ...
 std::string_view family_name(ModelFamily family) noexcept;
 /// Parses a display name or a short id ("sd1", "sdxl", "flux-dev", "wan", "qwen-image", ...).
+/// An alias naming several families ("wan2.2", "flux2-klein") gives the first of them.
 std::optional<ModelFamily> parse_family(std::string_view name) noexcept;
+/// Every family a name can mean: one for a family's name or id, several for an alias whose
+/// models differ in their tensors ("wan2.2": A14B's 16-channel Wan 2.x and TI2V-5B's 48
+/// channels; "flux2-klein": the 4B and 9B text widths). Empty when unknown.
+std::vector<ModelFamily> families_named(std::string_view name);
 
 /// One possible family and the evidence for it.
 struct FamilyCandidate {
@@ -95,6 +100,35 @@ struct LatentClassification {
 /// Classifies a latent shape; with a source size also checks the expected latent size.
 LatentClassification classify_latent(std::span<const std::int64_t> shape,
                                      const SourceSize& source = {});
+
+/// The tensors a pipeline's denoiser was seen with: each may be absent (empty shape).
+struct PipelineTensors {
+  std::vector<std::int64_t> context;  ///< (B, tokens, width) the denoiser receives.
+  std::vector<std::int64_t> pooled;   ///< (B, width); empty = none received.
+  std::vector<std::int64_t> latent;   ///< The latents the scheduler steps.
+  SourceSize source;                  ///< Output size, when known.
+};
+
+/// One verdict from every tensor seen: the families every tensor's classification allows
+/// (context width and tokens narrowed by the pooled companion, or its absence; latent rank,
+/// channels, packing and VAE factor). Flux.1-dev and Wan share a 512 x 4096 context, the
+/// latent rank tells them apart; Flux.1-schnell and HunyuanVideo share 256 x 4096 + pooled
+/// 768, the latents tell them apart.
+struct FamilyVerdict {
+  std::vector<FamilyCandidate> candidates;  ///< Families fitting every tensor seen.
+  std::vector<std::string> notes;           ///< What each tensor allowed, conflicts.
+  /// True when exactly one family remains.
+  bool unique() const noexcept { return candidates.size() == 1; }
+};
+
+/// The verdict of a pipeline's tensors (see PipelineTensors).
+FamilyVerdict classify_pipeline(const PipelineTensors& tensors);
+
+/// The family a name means for these tensors: among families_named(name), the first that
+/// classify_pipeline(tensors) keeps ("wan2.2" with 48-channel latents: TI2V-5B; with 16:
+/// A14B's Wan 2.x); the first of them when none is kept or the name names one family.
+/// nullopt for an unknown name.
+std::optional<ModelFamily> resolve_family(std::string_view name, const PipelineTensors& tensors);
 
 /// Latent frames a family's VAE produces for F frames: floor((F+3)/4) for x4 families,
 /// floor((F+7)/8) for LTX, 1 for image families; 0 when F <= 0.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "genscope/tensor_view.hpp"
@@ -47,6 +48,33 @@ struct TensorStats {
 
 /// Computes the statistics of `view` (host memory; any dtype, contiguous or strided).
 TensorStats compute_stats(const TensorView& view, const StatsOptions& options = {});
+
+/// Statistics of a tensor handed over in consecutive pieces, in logical (row-major) order:
+/// a decoded video copied to the host a piece at a time instead of whole. The figures are
+/// compute_stats' of the whole tensor: bit-identical to a single-threaded compute_stats when
+/// every piece but the last holds a multiple of piece_elements(dtype, ...) elements (the
+/// same runs, merged in the same order), equal up to rounding of mean/std otherwise; counts,
+/// min, max and the hash are always the same.
+class StatsAccumulator {
+ public:
+  /// `hash`: also the XXH3-64 of the bytes, streamed.
+  explicit StatsAccumulator(DType dtype, bool hash = true);
+  ~StatsAccumulator();
+  StatsAccumulator(StatsAccumulator&&) noexcept;
+  StatsAccumulator& operator=(StatsAccumulator&&) noexcept;
+  /// Adds the next piece (contiguous or strided; genscope::Error("InvalidTensor") for another
+  /// dtype or an invalid view).
+  void add(const TensorView& piece);
+  /// The statistics of everything added (numel 0 when nothing was).
+  TensorStats finish() const;
+  /// The largest element count <= max_bytes (at least one run) that keeps the runs of a
+  /// single-threaded compute_stats: a multiple of its run length.
+  static std::int64_t piece_elements(DType dtype, std::int64_t max_bytes) noexcept;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 /// The hash as 16 lower-case hex digits.
 std::string hash_hex(std::uint64_t hash);

@@ -4,6 +4,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "bindings.hpp"
 #include "genscope/error.hpp"
 #include "genscope/tensor_analysis.hpp"
+#include "genscope/tensor_stats.hpp"
 
 namespace genscope::python {
 namespace {
@@ -260,23 +262,129 @@ AnalysisOptions parse_expectations(const py::kwargs& kwargs) {
   return o;
 }
 
-// Converts, analyses and attaches; conversion and analysis failures become monitoring errors.
-void analyze(PyStep& self, const std::string& name, py::handle tensor, const std::string& role,
-             const py::kwargs& kwargs) {
-  const TensorRole r = parse_role(role);
-  const AnalysisOptions options = parse_expectations(kwargs);  // argument errors raise
-  Step& step = self.get();
-  if (!step.active()) return;
+// Host copies of a device tensor are made this large at most (host_piece_bytes= changes it).
+constexpr std::int64_t kHostPieceBytes = 8 << 20;
+
+// The analysis of a torch tensor copied to the host a piece at a time: a decoded video on a
+// GPU (an 81-frame 720p float32 video is 0.9 GB) is not copied whole. Used for a tensor not
+// on the CPU, or any torch tensor when `forced` (host_piece_bytes given), larger than
+// `piece_bytes`; nullopt otherwise. Pieces run in logical order: for the first dimension k
+// whose single index holds <= piece_bytes, every index of the dimensions before it and a
+// range of k's indices at a time, made contiguous on the device and copied.
+std::optional<nlohmann::json> analyze_in_pieces(py::handle tensor, TensorRole r,
+                                                const AnalysisOptions& options,
+                                                std::int64_t piece_bytes, bool forced) {
+  const TorchObjects* torch = torch_objects();
+  if (torch == nullptr) return std::nullopt;
+  const int is_tensor = PyObject_IsInstance(tensor.ptr(), torch->tensor_type.ptr());
+  if (is_tensor < 0) throw py::error_already_set();
+  if (is_tensor != 1) return std::nullopt;
+  py::object t = tensor.attr("detach")();
+  const bool on_cpu = py::getattr(t, "is_cpu", py::none()).ptr() == Py_True;
+  if (on_cpu && !forced) return std::nullopt;
+  const auto esize = t.attr("element_size")().cast<std::int64_t>();
+  const auto numel = t.attr("numel")().cast<std::int64_t>();
+  if (numel * esize <= piece_bytes || numel == 0) return std::nullopt;
+  const auto shape = t.attr("shape").cast<std::vector<std::int64_t>>();
+  const std::size_t ndim = shape.size();
+  // k: the first dimension whose one index (the dimensions after it) fits a piece.
+  std::size_t k = 0;
+  std::int64_t inner = numel;  // elements of one index of dimension k
+  while (k + 1 < ndim && inner / shape[k] * esize > piece_bytes) inner /= shape[k++];
+  inner /= shape[k];
+  const std::int64_t per_piece = std::max<std::int64_t>(1, piece_bytes / (inner * esize));
+  std::optional<StatsAccumulator> acc;
+  TensorView whole;
+  whole.shape = shape;
+  std::int64_t pieces = 0, largest = 0;
+  std::vector<std::int64_t> index(k, 0);  // over the dimensions before k
+  // One host buffer, refilled by each piece's copy_ (device to host, strided to contiguous):
+  // the host holds one piece at a time, and no allocation per piece.
+  py::object buffer = t.attr("new_empty")(py::make_tuple(std::min(per_piece, shape[k]) * inner),
+                                          py::arg("device") = "cpu");
+  for (bool more = true; more;) {
+    py::object outer = t;
+    for (std::int64_t i : index) outer = outer[py::int_(i)];
+    for (std::int64_t start = 0; start < shape[k]; start += per_piece) {
+      const std::int64_t len = std::min(per_piece, shape[k] - start);
+      py::object source = outer.attr("narrow")(0, start, len);
+      py::object piece = buffer.attr("narrow")(0, 0, len * inner).attr("view")(source.attr("shape"));
+      piece.attr("copy_")(source);
+      HostTensor host;
+      std::optional<DType> raw;
+      py::array arr = py::reinterpret_borrow<py::array>(torch_to_numpy(piece, *torch, host, raw));
+      const std::optional<DType> d = raw ? raw : numpy_dtype(arr.dtype());
+      if (!d) {
+        throw Error("UnsupportedDType",
+                    "dtype " + std::string(py::str(arr.dtype())) + " is not supported");
+      }
+      if (!acc) {
+        acc.emplace(*d, options.stats.hash);
+        whole.dtype = *d;
+        whole.device = py::str(t.attr("device"));
+      }
+      TensorView view{.data = arr.data(), .shape = {arr.size()}, .dtype = *d};
+      {
+        py::gil_scoped_release release;
+        acc->add(view);
+      }
+      ++pieces;
+      largest = std::max<std::int64_t>(largest, arr.nbytes());
+    }
+    more = false;  // next index of the dimensions before k (odometer)
+    for (std::size_t j = k; j-- > 0;) {
+      if (++index[j] < shape[j]) {
+        more = true;
+        break;
+      }
+      index[j] = 0;
+    }
+  }
+  nlohmann::json data;
+  {
+    py::gil_scoped_release release;
+    data = tensor_analysis_json(whole, r, options, acc->finish());
+  }
+  data["origin"] = {{"framework", "torch"},
+                    {"zero_copy", false},
+                    {"note", "copied from " + whole.device +
+                                 " in " + std::to_string(pieces) + " pieces of at most " +
+                                 std::to_string(largest) + " bytes"},
+                    {"pieces", pieces},
+                    {"piece_bytes", largest}};
+  return data;
+}
+
+// Converts and analyses; the analysis goes to attach(), conversion and analysis failures
+// to error(). Runs the analysis with the GIL released.
+template <class Attach, class Error_>
+void analyze_into(const std::string& name, py::handle tensor, TensorRole r,
+                  const AnalysisOptions& options, Attach&& attach, Error_&& error,
+                  std::optional<std::int64_t> piece_bytes = std::nullopt) {
+  try {
+    std::optional<nlohmann::json> pieces = analyze_in_pieces(
+        tensor, r, options, piece_bytes.value_or(kHostPieceBytes), piece_bytes.has_value());
+    if (pieces) {
+      attach(Attachment{"tensor", name, std::move(*pieces)});
+      return;
+    }
+  } catch (const Error& e) {
+    error(name + ": " + e.name() + ": " + e.what());
+    return;
+  } catch (py::error_already_set& e) {
+    error(name + ": conversion failed: " + exception_type_name(e.type()) + ": " +
+          exception_message(e.value()));
+    return;
+  }
   HostTensor host;
   try {
     host = to_host(tensor);
   } catch (const Error& e) {
-    step.record_monitoring_error("tensor_analysis", name + ": " + e.name() + ": " + e.what());
+    error(name + ": " + e.name() + ": " + e.what());
     return;
   } catch (py::error_already_set& e) {
-    step.record_monitoring_error(
-        "tensor_analysis", name + ": conversion failed: " + exception_type_name(e.type()) + ": " +
-                               exception_message(e.value()));
+    error(name + ": conversion failed: " + exception_type_name(e.type()) + ": " +
+          exception_message(e.value()));
     return;
   }
   py::gil_scoped_release release;  // host.array keeps the memory alive
@@ -285,12 +393,65 @@ void analyze(PyStep& self, const std::string& name, py::handle tensor, const std
     data["origin"] = {{"framework", host.framework},
                       {"zero_copy", host.zero_copy},
                       {"note", host.note.empty() ? nlohmann::json() : nlohmann::json(host.note)}};
-    step.attach(Attachment{"tensor", name, std::move(data)});
+    attach(Attachment{"tensor", name, std::move(data)});
   } catch (const Error& e) {
-    step.record_monitoring_error("tensor_analysis", name + ": " + e.name() + ": " + e.what());
+    error(name + ": " + e.name() + ": " + e.what());
   } catch (const std::exception& e) {
-    step.record_monitoring_error("tensor_analysis", name + ": " + e.what());
+    error(name + ": " + e.what());
   }
+}
+
+// step.analyze_tensor: attaches to the step (while it records).
+// host_piece_bytes= (a positive int), taken out of the expectations.
+std::optional<std::int64_t> take_piece_bytes(py::kwargs& kwargs) {
+  if (!kwargs.contains("host_piece_bytes")) return std::nullopt;
+  const auto bytes = py::object(kwargs["host_piece_bytes"]).cast<std::int64_t>();
+  PyDict_DelItemString(kwargs.ptr(), "host_piece_bytes");
+  if (bytes <= 0) throw Error("InvalidArgument", "host_piece_bytes must be positive");
+  return bytes;
+}
+
+void analyze(PyStep& self, const std::string& name, py::handle tensor, const std::string& role,
+             py::kwargs kwargs) {
+  const TensorRole r = parse_role(role);
+  const std::optional<std::int64_t> piece_bytes = take_piece_bytes(kwargs);
+  const AnalysisOptions options = parse_expectations(kwargs);  // argument errors raise
+  Step& step = self.get();
+  if (!step.active()) return;
+  analyze_into(
+      name, tensor, r, options, [&](Attachment a) { step.attach(std::move(a)); },
+      [&](const std::string& m) { step.record_monitoring_error("tensor_analysis", m); },
+      piece_bytes);
+}
+
+// run.analyze_tensor_into(step_id, ...): attaches to a step of the run, also an ended one.
+bool analyze_into_step(PyRun& self, int step_id, const std::string& name, py::handle tensor,
+                       const std::string& role, py::kwargs kwargs) {
+  const TensorRole r = parse_role(role);
+  const std::optional<std::int64_t> piece_bytes = take_piece_bytes(kwargs);
+  const AnalysisOptions options = parse_expectations(kwargs);
+  if (self.finished()) return false;
+  ActiveRun& run = self.active();
+  bool attached = false;
+  analyze_into(
+      name, tensor, r, options,
+      [&](Attachment a) { attached = run.attach_to_step(step_id, std::move(a)); },
+      [&](const std::string& m) { run.record_monitoring_error("tensor_analysis", m); },
+      piece_bytes);
+  return attached;
+}
+
+std::vector<std::int64_t> shape_arg(const py::object& shape) {
+  return shape.is_none() ? std::vector<std::int64_t>{} : shape.cast<std::vector<std::int64_t>>();
+}
+
+PipelineTensors pipeline_tensors(const py::object& context, const py::object& pooled,
+                                 const py::object& latent, const py::object& source) {
+  PipelineTensors t{shape_arg(context), shape_arg(pooled), shape_arg(latent), {}};
+  const std::vector<std::int64_t> src = shape_arg(source);
+  if (src.size() >= 2) t.source.height = src[0], t.source.width = src[1];
+  if (src.size() >= 3) t.source.frames = src[2];
+  return t;
 }
 
 }  // namespace
@@ -303,13 +464,42 @@ void register_tensor(py::module_& m) {
           throw Error("UnknownFamily", "unknown model family '" + name + "'");
       },
       py::arg("name"), "Raises genscope.Error('UnknownFamily') for an unknown family name.");
+  m.def(
+      "_family_verdict",
+      [](const py::object& context, const py::object& pooled, const py::object& latent,
+         const py::object& source) {
+        return to_python(
+            family_verdict_json(classify_pipeline(pipeline_tensors(context, pooled, latent, source))));
+      },
+      py::arg("context") = py::none(), py::arg("pooled") = py::none(),
+      py::arg("latent") = py::none(), py::arg("source") = py::none(),
+      "The family verdict (dict) of the shapes a pipeline's denoiser was seen with.");
+  m.def(
+      "_resolve_family",
+      [](const std::string& name, const py::object& context, const py::object& pooled,
+         const py::object& latent) {
+        const std::optional<ModelFamily> f =
+            resolve_family(name, pipeline_tensors(context, pooled, latent, py::none()));
+        if (!f) throw Error("UnknownFamily", "unknown model family '" + name + "'");
+        return std::string(family_name(*f));
+      },
+      py::arg("name"), py::arg("context") = py::none(), py::arg("pooled") = py::none(),
+      py::arg("latent") = py::none(),
+      "The family display name an alias ('wan2.2') means for these shapes.");
+  py::class_<PyRun> run_class = py::reinterpret_borrow<py::class_<PyRun>>(m.attr("Run"));
+  run_class.def("analyze_tensor_into", &analyze_into_step, py::arg("step_id"), py::arg("name"),
+                py::arg("tensor"), py::arg("role") = "other",
+                "Like Step.analyze_tensor, attached to step `step_id` of this run, also after "
+                "it ended. Returns whether it was attached.");
   py::class_<PyStep> step_class = py::reinterpret_borrow<py::class_<PyStep>>(m.attr("Step"));
   step_class.def("analyze_tensor", &analyze, py::arg("name"), py::arg("tensor"),
                  py::arg("role") = "other",
                  "Attaches statistics, classification, flags and checks of a NumPy array or "
                  "torch tensor. Expectations: family, expected_device, expected_dtype, source="
                  "(h, w[, frames]), height, width, frames, memory_threshold_bytes, "
-                 "pooled_shape, hash, threads.");
+                 "pooled_shape, hash, threads. A torch tensor off the CPU larger than 8 MiB "
+                 "is copied to the host in pieces of at most that size; host_piece_bytes=N "
+                 "sets the size and applies it to any torch tensor.");
 }
 
 }  // namespace genscope::python

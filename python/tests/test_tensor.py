@@ -128,8 +128,59 @@ class TensorTest(AnalysisCase):
             self.assertEqual(e.exception.name, "UnknownDType")
 
 
+class FamilyTest(AnalysisCase):
+    def test_family_verdict_from_every_tensor(self):
+        from genscope import _genscope as g
+        v = g._family_verdict((1, 512, 4096), None, (1, 16, 3, 4, 4))  # no pooled, 5-D latents
+        self.assertEqual(v["family"], "Wan 2.x")
+        v = g._family_verdict((1, 256, 4096), (1, 768), (1, 16, 64))  # packed 64
+        self.assertEqual(v["family"], "Flux.1-schnell")
+        v = g._family_verdict((1, 77, 768), None, (1, 16, 64))
+        self.assertIsNone(v["family"])
+        self.assertTrue(any(n.startswith("conflict") for n in v["notes"]), v["notes"])
+
+    def test_alias_resolved_by_the_tensors(self):
+        from genscope import _genscope as g
+        self.assertEqual(g._resolve_family("wan2.2", (1, 512, 4096), None, (1, 48, 3, 4, 4)),
+                         "Wan 2.2 TI2V-5B")
+        self.assertEqual(g._resolve_family("wan2.2", (1, 512, 4096), None, (1, 16, 3, 4, 4)),
+                         "Wan 2.x")
+        self.assertEqual(g._resolve_family("flux2-klein", (1, 512, 12288)), "Flux.2 Klein 9B")
+        with self.assertRaises(genscope.Error) as e:
+            g._resolve_family("sd9")
+        self.assertEqual(e.exception.name, "UnknownFamily")
+
+    def test_analysis_into_an_ended_step(self):
+        with self.run.step("text_encoding", "text_encoder (prompt)") as step:
+            step_id = step.id
+        embeds = self.rng.standard_normal((1, 512, 15360)).astype(np.float32)
+        self.assertTrue(self.run.analyze_tensor_into(step_id, "conditioning (denoiser input)",
+                                                     embeds, "conditioning", family="flux2"))
+        self.assertFalse(self.run.analyze_tensor_into(99, "x", embeds))
+        doc = self.run.finish()
+        data = analyses(doc, "text_encoder (prompt)")["conditioning (denoiser input)"]
+        self.assertEqual(data["shape"], [1, 512, 15360])
+        self.assertEqual([c["passed"] for c in data["checks"]], [True])
+        self.assertEqual(data["classification"]["family"], "Flux.2")
+
+
 @unittest.skipIf(torch is None, "torch is not installed")
 class TorchTensorTest(AnalysisCase):
+    def test_pieces_give_the_statistics_of_the_whole(self):
+        video = torch.randn(1, 3, 9, 64, 96).permute(0, 2, 1, 3, 4)  # (B, F, C, H, W) view
+        data, _ = self.analyse(video, "image", host_piece_bytes=64 << 10, threads=1)
+        self.setUp()
+        whole, _ = self.analyse(video, "image", threads=1)
+        self.assertGreater(data["origin"]["pieces"], 1)
+        self.assertLessEqual(data["origin"]["piece_bytes"], 64 << 10)
+        self.assertEqual(data["shape"], [1, 9, 3, 64, 96])
+        for k in ("numel", "finite_count", "min", "max", "hash"):
+            self.assertEqual(data["stats"][k], whole["stats"][k], k)
+        self.assertAlmostEqual(data["stats"]["std"], whole["stats"]["std"], places=9)
+        self.setUp()
+        with self.run.step("custom", "bad") as step, self.assertRaises(genscope.Error):
+            step.analyze_tensor("t", video, host_piece_bytes=0)
+
     def test_torch_float32_and_bfloat16(self):
         t = torch.randn(1, 16, 64, 64, requires_grad=True)
         data, _ = self.analyse(t * 2, "latent", family="flux-dev")

@@ -204,7 +204,8 @@ class InstrumentTest(unittest.TestCase):
         """Wan 2.2 A14B: transformer for the high-noise steps, transformer_2 for the rest; both
         in the sampling step, their calls counted apart, the output unchanged."""
         pipe = TwoExpertPipeline(boundary_ratio=0.5)
-        pipe.image_encoder = nn.Linear(2, 2)  # not hooked: listed as skipped
+        pipe.image_encoder = nn.Linear(2, 2)  # hooked, never called here: no step
+        pipe.controlnet = nn.Linear(2, 2)  # not hooked: listed as skipped
         plain = pipe("a red fox", "blurry", num_inference_steps=STEPS, cfg_batched=False)
         run = quiet_monitor().start_run()
         with gt.instrument(pipe, run) as inst:
@@ -224,7 +225,9 @@ class InstrumentTest(unittest.TestCase):
         components = attachment(doc, "instrument")  # kind torch_components
         self.assertEqual(components["transformer_2"]["hooked"], "forward")
         self.assertEqual(components["transformer"]["hooked"], "forward")
-        self.assertTrue(components["image_encoder"]["skipped"].startswith("Linear: not hooked"))
+        self.assertEqual(components["image_encoder"]["hooked"], "forward")
+        self.assertTrue(components["controlnet"]["skipped"].startswith("Linear: not hooked"))
+        self.assertNotIn("forward", vars(pipe.image_encoder))
         self.assertNotIn("forward", vars(pipe.transformer_2))
 
     def test_hooks_are_removed_on_exit(self):

@@ -250,6 +250,23 @@ void ActiveRun::attach(Attachment attachment) noexcept {
   }
 }
 
+bool ActiveRun::attach_to_step(int step_id, Attachment attachment) noexcept {
+  if (state_ == nullptr) return false;
+  try {
+    std::lock_guard lock(state_->mutex);
+    if (state_->finished || step_id < 0 ||
+        static_cast<std::size_t>(step_id) >= state_->steps.size()) {
+      return false;
+    }
+    StepRecord& record = state_->steps[static_cast<std::size_t>(step_id)]->record;
+    if (record.id != step_id) return false;
+    record.attachments.push_back(std::move(attachment));
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
 void ActiveRun::label(std::string_view key, std::string_view value) noexcept {
   if (state_ == nullptr) return;
   try {

@@ -13,7 +13,7 @@ namespace {
 
 using F = ModelFamily;
 // Sources: docs/domain.md §1 (conditioning) and §2 (latents).
-constexpr std::array<FamilyInfo, 12> kFamilies{{
+constexpr std::array<FamilyInfo, 16> kFamilies{{
     {F::kSD1, "SD1.x", "sd1,sd1.x,sd15,sd1.5", 768, "77 per chunk", 0, 4, 8, 0, 0, 0.18215},
     {F::kSD2, "SD2.x", "sd2,sd2.x,sd21,sd2.1", 1024, "77 per chunk", 0, 4, 8, 0, 0,
      0.18215},
@@ -26,7 +26,7 @@ constexpr std::array<FamilyInfo, 12> kFamilies{{
      0, 64, 0.3611},
     {F::kFlux1Schnell, "Flux.1-schnell", "flux-schnell,flux.1-schnell,flux1-schnell", 4096,
      "256", 768, 16, 8, 0, 64, 0.3611},
-    {F::kWan21, "Wan 2.x", "wan,wan2.1,wan2.2,wan21,wan22,wan-a14b", 4096, "512", 0, 16, 8, 4,
+    {F::kWan21, "Wan 2.x", "wan,wan2.1,wan21,wan-a14b,wan2.2-a14b", 4096, "512", 0, 16, 8, 4,
      0, 0},
     {F::kWan22TI2V, "Wan 2.2 TI2V-5B", "wan-ti2v,wan2.2-ti2v,ti2v-5b", 4096, "512", 0, 48, 16, 4,
      0, 0},
@@ -35,7 +35,34 @@ constexpr std::array<FamilyInfo, 12> kFamilies{{
     {F::kHunyuanVideo, "HunyuanVideo", "hunyuan,hunyuanvideo,hunyuan-video", 4096, "256", 768,
      16, 8, 4, 0, 0.476986},
     {F::kLtxVideo, "LTX-Video", "ltx,ltxv,ltx-video", 4096, "128", 0, 128, 32, 8, 128, 0},
+    // Mistral-Small-3.1 hidden states of layers 10, 20, 30 side by side: 3 x 5120.
+    {F::kFlux2, "Flux.2", "flux2,flux.2,flux2-dev,flux.2-dev", 15360, "512", 0, 32, 8, 0, 128, 0},
+    // Qwen3-4B / Qwen3-8B hidden states of layers 9, 18, 27: 3 x 2560 / 3 x 4096.
+    {F::kFlux2Klein4B, "Flux.2 Klein 4B", "flux2-klein-4b,flux.2-klein-4b,klein-4b", 7680, "512",
+     0, 32, 8, 0, 128, 0},
+    {F::kFlux2Klein9B, "Flux.2 Klein 9B", "flux2-klein-9b,flux.2-klein-9b,klein-9b", 12288,
+     "512", 0, 32, 8, 0, 128, 0},
+    // Qwen2.5-VL-7B hidden states, 1000 tokens after the template; 32-channel x16 video VAE.
+    {F::kHunyuanVideo15, "HunyuanVideo 1.5", "hunyuanvideo1.5,hunyuanvideo-1.5,hunyuan1.5", 3584,
+     "1000", 0, 32, 16, 4, 0, 0},
 }};
+
+constexpr std::array kWan22{F::kWan21, F::kWan22TI2V};
+constexpr std::array kKlein{F::kFlux2Klein4B, F::kFlux2Klein9B};
+constexpr std::array<FamilyAlias, 2> kAliases{{
+    {"wan2.2,wan22", kWan22},
+    {"flux2-klein,flux.2-klein,klein", kKlein},
+}};
+
+// Whether `key` is one of the comma-separated `ids`.
+bool listed(std::string_view ids, std::string_view key) {
+  while (!ids.empty()) {
+    const std::size_t comma = ids.find(',');
+    if (ids.substr(0, comma) == key) return true;
+    ids = comma == std::string_view::npos ? std::string_view{} : ids.substr(comma + 1);
+  }
+  return false;
+}
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -57,6 +84,10 @@ bool tokens_fit(ModelFamily f, std::int64_t tokens) {
     case F::kHunyuanVideo: return tokens == 256;
     case F::kLtxVideo: return tokens == 128;
     case F::kQwenImage: return tokens >= 1 && tokens <= 1024;
+    case F::kFlux2:
+    case F::kFlux2Klein4B:
+    case F::kFlux2Klein9B: return tokens == 512;
+    case F::kHunyuanVideo15: return tokens == 1000;
     case F::kWan22TI2V: return false;  // same encoder as Wan 2.x: reported as "Wan 2.x"
   }
   return false;
@@ -65,6 +96,7 @@ bool tokens_fit(ModelFamily f, std::int64_t tokens) {
 }  // namespace
 
 std::span<const FamilyInfo> family_table() noexcept { return kFamilies; }
+std::span<const FamilyAlias> family_aliases() noexcept { return kAliases; }
 const FamilyInfo& family_info(ModelFamily family) noexcept {
   return kFamilies[static_cast<std::size_t>(family)];
 }
@@ -75,16 +107,22 @@ std::string_view family_name(ModelFamily family) noexcept {
   return detail::family_info(family).name;
 }
 
-std::optional<ModelFamily> parse_family(std::string_view name) noexcept {
+std::vector<ModelFamily> families_named(std::string_view name) {
   const std::string key = detail::lower(name);
   for (const detail::FamilyInfo& f : detail::family_table()) {
-    if (detail::lower(f.name) == key) return f.family;
-    std::string_view ids = f.ids;
-    while (!ids.empty()) {
-      const std::size_t comma = ids.find(',');
-      if (ids.substr(0, comma) == key) return f.family;
-      ids = comma == std::string_view::npos ? std::string_view{} : ids.substr(comma + 1);
-    }
+    if (detail::lower(f.name) == key || detail::listed(f.ids, key)) return {f.family};
+  }
+  for (const detail::FamilyAlias& a : detail::family_aliases()) {
+    if (detail::listed(a.ids, key)) return {a.families.begin(), a.families.end()};
+  }
+  return {};
+}
+
+std::optional<ModelFamily> parse_family(std::string_view name) noexcept {
+  try {
+    const std::vector<ModelFamily> all = families_named(name);
+    if (!all.empty()) return all.front();
+  } catch (...) {
   }
   return std::nullopt;
 }

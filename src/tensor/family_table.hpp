@@ -20,10 +20,20 @@ struct FamilyInfo {
   int spatial_factor;
   int temporal_factor;        // 0 = image VAE, 1 = single-frame 5-D, 4 or 8 = causal video
   int packed_width;           // the transformer sees (B, N, packed_width) tokens: 64 = 2x2
-                              // patches of 16 channels (Flux, Qwen-Image), 128 = LTX's 1x1x1
-                              // patches of 128 channels; 0 = latents stay (B,C,H,W)/(B,C,T,H,W)
+                              // patches of 16 channels (Flux, Qwen-Image), 128 = 2x2 patches of
+                              // 32 channels (Flux.2) or LTX's 1x1x1 patches of 128 channels;
+                              // 0 = latents stay (B,C,H,W)/(B,C,T,H,W)
   double scale;               // scaling factor (0 = per-channel mean/std normalisation)
 };
+
+/// An alias naming several families whose tensors differ ("wan2.2").
+struct FamilyAlias {
+  std::string_view ids;  // comma-separated names
+  std::span<const ModelFamily> families;
+};
+
+/// All aliases.
+std::span<const FamilyAlias> family_aliases() noexcept;
 
 /// All families, in ModelFamily order.
 std::span<const FamilyInfo> family_table() noexcept;

@@ -103,10 +103,13 @@ LatentClassification classify_latent(std::span<const std::int64_t> shape,
   for (const detail::FamilyInfo& f : detail::family_table()) {
     if (f.family == ModelFamily::kSDXLRefiner) continue;  // same VAE as SDXL
     if (c.layout == LatentLayout::kPacked) {
-      if (f.packed_width == c.channels) {
-        c.candidates.push_back({f.family, packed_patch(f) == 2
-                                              ? "2x2-packed 16-channel tokens"
-                                              : "128-channel tokens (1x1x1 patches)"});
+      // Tokens of a video (source frames > 1) come from a video family's VAE only.
+      if (f.packed_width == c.channels && (source.frames <= 1 || f.temporal_factor > 1)) {
+        c.candidates.push_back(
+            {f.family, packed_patch(f) == 2
+                           ? "2x2-packed " + std::to_string(f.latent_channels) + "-channel tokens"
+                           : std::to_string(f.latent_channels) +
+                                 "-channel tokens (1x1x1 patches)"});
       }
       continue;
     }
@@ -132,11 +135,12 @@ LatentClassification classify_latent(std::span<const std::int64_t> shape,
   if (source.height > 0 && source.width > 0) {
     const double pixels = static_cast<double>(source.height) * static_cast<double>(source.width);
     // Packed: latent pixels per frame = tokens x patch area (/ latent frames for LTX's).
+    // 128-wide tokens of an image are Flux.2's 2x2 patches, of a video LTX's 1x1x1 ones.
     double latent_pixels = static_cast<double>(c.height) * static_cast<double>(c.width);
     if (c.layout == LatentLayout::kPacked) {
-      latent_pixels = c.channels == 64 ? 4.0 * static_cast<double>(c.tokens)
-                                       : static_cast<double>(c.tokens);
-      if (c.channels == 128 && source.frames > 0) {
+      const bool ltx = c.channels == 128 && source.frames > 1;
+      latent_pixels = ltx ? static_cast<double>(c.tokens) : 4.0 * static_cast<double>(c.tokens);
+      if (ltx) {
         latent_pixels /= static_cast<double>(expected_latent_frames(ModelFamily::kLtxVideo,
                                                                     source.frames));
       }

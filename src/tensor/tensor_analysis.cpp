@@ -108,9 +108,20 @@ nlohmann::json comparison_json(const TensorComparison& c) {
           {"worst_b", num(c.worst_b)}};
 }
 
+nlohmann::json family_verdict_json(const FamilyVerdict& v) {
+  return {{"schema", "genscope.family_verdict/1"},
+          {"family", unique_family(v.candidates)},
+          {"candidates", candidates_json(v.candidates)},
+          {"notes", v.notes}};
+}
+
 nlohmann::json tensor_analysis_json(const TensorView& view, TensorRole role,
                                     const AnalysisOptions& options) {
-  const TensorStats stats = compute_stats(view, options.stats);
+  return tensor_analysis_json(view, role, options, compute_stats(view, options.stats));
+}
+
+nlohmann::json tensor_analysis_json(const TensorView& view, TensorRole role,
+                                    const AnalysisOptions& options, const TensorStats& stats) {
   nlohmann::json j{
       {"schema", "genscope.tensor/1"},
       {"role", role_name(role)},

@@ -49,51 +49,14 @@ detail::Moments contiguous_threaded(const TensorView& view, unsigned threads, bo
   return total;
 }
 
-}  // namespace
-
-std::string hash_hex(std::uint64_t hash) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash));
-  return buf;
-}
-
-TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
-  detail::validate_view(view, "tensor");
+// The final figures of merged moments.
+TensorStats figures(const detail::Moments& m, std::int64_t numel, std::int64_t bytes,
+                    bool hashed, std::uint64_t hash) {
   TensorStats out;
-  out.numel = view.numel();
-  out.bytes = view.nbytes();
-  const std::size_t esize = dtype_size(view.dtype);
-  detail::Moments m;
-  std::uint64_t hash = 0;
-  if (view.is_contiguous()) {
-    const unsigned threads = detail::plan_threads(out.bytes, options.threads);
-    if (threads > 1) {
-      m = contiguous_threaded(view, threads, options.hash, hash);
-    } else {
-      detail::Xxh3Stream stream;
-      const std::int64_t run = std::max<std::int64_t>(
-          detail::kBlockElements, kFusedRunBytes / static_cast<std::int64_t>(esize));
-      const auto* base = static_cast<const std::uint8_t*>(view.data);
-      for (std::int64_t b = 0; b < out.numel; b += run) {
-        const std::int64_t n = std::min(run, out.numel - b);
-        m.merge(detail::summarize_contiguous(base + b * esize, n, view.dtype));
-        if (options.hash) stream.update(base + b * esize, n * esize);
-      }
-      if (options.hash) hash = stream.digest();
-    }
-  } else {
-    // Strided: gather runs in logical order into a buffer, then the contiguous kernels.
-    std::vector<std::uint8_t> buf(detail::kBlockElements * esize);
-    detail::Gatherer gather(view);
-    detail::Xxh3Stream stream;
-    for (std::int64_t n; (n = gather.next(buf.data())) > 0;) {
-      m.merge(detail::summarize_contiguous(buf.data(), n, view.dtype));
-      if (options.hash) stream.update(buf.data(), n * esize);
-    }
-    if (options.hash) hash = stream.digest();
-  }
-  out.hashed = options.hash;
-  out.hash = options.hash ? hash : 0;
+  out.numel = numel;
+  out.bytes = bytes;
+  out.hashed = hashed;
+  out.hash = hashed ? hash : 0;
   out.finite_count = m.n;
   out.nan_count = m.nan;
   out.pos_inf_count = m.pos_inf;
@@ -111,6 +74,98 @@ TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
     out.l2_norm = std::sqrt(m.m2 + n * m.mean * m.mean);
   }
   return out;
+}
+
+// Elements per run of the single-threaded path.
+std::int64_t run_elements(DType dtype) {
+  return std::max<std::int64_t>(detail::kBlockElements,
+                                kFusedRunBytes / static_cast<std::int64_t>(dtype_size(dtype)));
+}
+
+// Adds a view, run by run (contiguous) or gathered block by block (strided), to `m` and the
+// hash stream.
+void summarize(const TensorView& view, bool hash, detail::Moments& m, detail::Xxh3Stream& stream) {
+  const std::size_t esize = dtype_size(view.dtype);
+  const std::int64_t numel = view.numel();
+  if (view.is_contiguous()) {
+    const std::int64_t run = run_elements(view.dtype);
+    const auto* base = static_cast<const std::uint8_t*>(view.data);
+    for (std::int64_t b = 0; b < numel; b += run) {
+      const std::int64_t n = std::min(run, numel - b);
+      m.merge(detail::summarize_contiguous(base + b * esize, n, view.dtype));
+      if (hash) stream.update(base + b * esize, n * esize);
+    }
+    return;
+  }
+  // Strided: gather runs in logical order into a buffer, then the contiguous kernels.
+  std::vector<std::uint8_t> buf(detail::kBlockElements * esize);
+  detail::Gatherer gather(view);
+  for (std::int64_t n; (n = gather.next(buf.data())) > 0;) {
+    m.merge(detail::summarize_contiguous(buf.data(), n, view.dtype));
+    if (hash) stream.update(buf.data(), n * esize);
+  }
+}
+
+}  // namespace
+
+struct StatsAccumulator::State {
+  State(DType d, bool h) : dtype(d), hash(h) {}
+  DType dtype;
+  bool hash;
+  detail::Moments m;
+  detail::Xxh3Stream stream;
+  std::int64_t numel = 0;
+};
+
+StatsAccumulator::StatsAccumulator(DType dtype, bool hash)
+    : state_(std::make_unique<State>(dtype, hash)) {}
+StatsAccumulator::~StatsAccumulator() = default;
+StatsAccumulator::StatsAccumulator(StatsAccumulator&&) noexcept = default;
+StatsAccumulator& StatsAccumulator::operator=(StatsAccumulator&&) noexcept = default;
+
+void StatsAccumulator::add(const TensorView& piece) {
+  detail::validate_view(piece, "tensor piece");
+  if (piece.dtype != state_->dtype) {
+    throw Error("InvalidTensor", "a piece of dtype " + std::string(dtype_name(piece.dtype)) +
+                                     " added to statistics of " +
+                                     std::string(dtype_name(state_->dtype)));
+  }
+  summarize(piece, state_->hash, state_->m, state_->stream);
+  state_->numel += piece.numel();
+}
+
+TensorStats StatsAccumulator::finish() const {
+  const State& s = *state_;
+  return figures(s.m, s.numel, s.numel * static_cast<std::int64_t>(dtype_size(s.dtype)), s.hash,
+                 s.hash ? s.stream.digest() : 0);
+}
+
+std::int64_t StatsAccumulator::piece_elements(DType dtype, std::int64_t max_bytes) noexcept {
+  const std::int64_t run = run_elements(dtype);
+  const std::int64_t fit = max_bytes / static_cast<std::int64_t>(dtype_size(dtype));
+  return std::max<std::int64_t>(1, fit / run) * run;
+}
+
+std::string hash_hex(std::uint64_t hash) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash));
+  return buf;
+}
+
+TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
+  detail::validate_view(view, "tensor");
+  detail::Moments m;
+  std::uint64_t hash = 0;
+  const unsigned threads =
+      view.is_contiguous() ? detail::plan_threads(view.nbytes(), options.threads) : 1;
+  if (threads > 1) {
+    m = contiguous_threaded(view, threads, options.hash, hash);
+  } else {
+    detail::Xxh3Stream stream;
+    summarize(view, options.hash, m, stream);
+    if (options.hash) hash = stream.digest();
+  }
+  return figures(m, view.numel(), view.nbytes(), options.hash, hash);
 }
 
 }  // namespace genscope

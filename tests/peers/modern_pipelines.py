@@ -1,9 +1,11 @@
 """Tiny real pipelines of today's diffusers (issue 26) for tests/peers/modern_check.py.
 
 Every class is the real one from the newest diffusers / transformers on PyPI
-(tests/peers/requirements-modern.txt): FluxPipeline, WanPipeline (Wan 2.1, and Wan 2.2 A14B
-with ``transformer_2`` and ``boundary_ratio``), StableDiffusion3Pipeline, QwenImagePipeline,
-LTXPipeline, HunyuanVideoPipeline, their transformers, VAEs and text encoders. Depth is one
+(tests/peers/requirements-modern.txt): FluxPipeline, WanPipeline (Wan 2.1, Wan 2.2 A14B
+with ``transformer_2`` and ``boundary_ratio``, Wan 2.2 TI2V-5B), WanImageToVideoPipeline,
+StableDiffusion3Pipeline, QwenImagePipeline, LTXPipeline, HunyuanVideoPipeline,
+HunyuanVideo15Pipeline, Flux2Pipeline, Flux2KleinPipeline, their transformers, VAEs and text
+and image encoders. Depth is one
 layer and the inner widths are a few channels, so a step takes well under a second on one
 core; the widths genscope's family checks read are the real ones: T5-XXL / umT5-XXL / Llama
 4096, CLIP-L 768 (pooled 768), CLIP-G 1280 (SD3's pooled 768 + 1280 = 2048), Qwen2.5-VL 3584,
@@ -254,4 +256,160 @@ def hunyuan_video():
         text_encoder=llama, tokenizer=make_tokenizer("llama", 4096), transformer=transformer,
         vae=vae, scheduler=_flow_scheduler(shift=7.0), text_encoder_2=_clip(768),
         tokenizer_2=make_tokenizer("clip", 77))
+    return _done(pipe)
+
+
+CHAT_TEMPLATE = ("{% for m in messages %}{% if m['content'] is string %}{{ m['content'] }}"
+                 "{% else %}{% for c in m['content'] %}{{ c['text'] }}{% endfor %}{% endif %}"
+                 "{% endfor %}")
+
+
+def _chat_tokenizer(max_length):
+    """A "qwen" tokenizer with a chat template (text parts of the messages joined), as the
+    Flux.2 pipelines' apply_chat_template needs."""
+    tok = make_tokenizer("qwen", max_length)
+    tok.chat_template = CHAT_TEMPLATE
+    return tok
+
+
+def _flux2_parts(text_dim):
+    """Flux2Transformer2DModel (128-wide packed tokens: 2x2 patches of 32 channels) and the
+    Flux.2 VAE (32 latent channels, 8 spatial, batch-norm statistics)."""
+    from diffusers import AutoencoderKLFlux2, Flux2Transformer2DModel
+
+    transformer = Flux2Transformer2DModel(
+        patch_size=1, in_channels=128, num_layers=1, num_single_layers=1, attention_head_dim=16,
+        num_attention_heads=2, joint_attention_dim=text_dim, timestep_guidance_channels=32,
+        axes_dims_rope=(4, 4, 4, 4), guidance_embeds=text_dim == 15360)
+    vae = AutoencoderKLFlux2(block_out_channels=(4, 4, 4, 4), layers_per_block=1,
+                             norm_num_groups=2, latent_channels=32)
+    return transformer, vae
+
+
+def flux2():
+    """Flux2Pipeline: Mistral-Small-3.1 (Mistral3ForConditionalGeneration, hidden 5120; three
+    layers' hidden states side by side: 15360) x 512 tokens, no pooled vector. The encoder has
+    3 layers and the pipeline is called with text_encoder_out_layers=(1, 2, 3) (the real: 10,
+    20, 30 of 40): the same width."""
+    from diffusers import Flux2Pipeline
+    from transformers import Mistral3Config, Mistral3ForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = Mistral3Config(
+        text_config=dict(model_type="mistral", vocab_size=_vocab(), hidden_size=5120,
+                         intermediate_size=16, num_hidden_layers=3, num_attention_heads=2,
+                         num_key_value_heads=1, head_dim=8, max_position_embeddings=1024),
+        vision_config=dict(model_type="pixtral", hidden_size=16, intermediate_size=16,
+                           num_hidden_layers=1, num_attention_heads=2, head_dim=8,
+                           patch_size=14, image_size=28),
+        image_token_index=_vocab() - 1, spatial_merge_size=2)
+    text_encoder = Mistral3ForConditionalGeneration(config)
+    transformer, vae = _flux2_parts(15360)
+    pipe = Flux2Pipeline(scheduler=_flow_scheduler(shift=3.0, use_dynamic_shifting=True),
+                         vae=vae, text_encoder=text_encoder, tokenizer=_chat_tokenizer(512),
+                         transformer=transformer)
+    return _done(pipe)
+
+
+def flux2_klein(width=2560):
+    """Flux2KleinPipeline (not distilled: true CFG, a call per prompt): Qwen3 (hidden 2560 for
+    Klein 4B; three layers side by side: 7680) x 512 tokens; 3 layers, called with
+    text_encoder_out_layers=(1, 2, 3) (the real: 9, 18, 27)."""
+    from diffusers import Flux2KleinPipeline
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(0)
+    text_encoder = Qwen3ForCausalLM(Qwen3Config(
+        vocab_size=_vocab(), hidden_size=width, intermediate_size=16, num_hidden_layers=3,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=8, max_position_embeddings=1024))
+    transformer, vae = _flux2_parts(3 * width)
+    pipe = Flux2KleinPipeline(scheduler=_flow_scheduler(shift=3.0, use_dynamic_shifting=True),
+                              vae=vae, text_encoder=text_encoder,
+                              tokenizer=_chat_tokenizer(512), transformer=transformer,
+                              is_distilled=False)
+    return _done(pipe)
+
+
+def wan_ti2v():
+    """WanPipeline as Wan 2.2 TI2V-5B: expand_timesteps, the Wan 2.2 VAE (48 channels, 16
+    spatial = 2x2 patchify x 8, 4 temporal), umT5-XXL 4096 x 512."""
+    from diffusers import AutoencoderKLWan, WanPipeline, WanTransformer3DModel
+
+    torch.manual_seed(0)
+    vae = AutoencoderKLWan(base_dim=4, z_dim=48, dim_mult=[1, 1, 1, 1], num_res_blocks=1,
+                           temperal_downsample=[False, True, True], is_residual=True,
+                           in_channels=12, out_channels=12, patch_size=2,
+                           scale_factor_spatial=16, scale_factor_temporal=4,
+                           latents_mean=[0.0] * 48, latents_std=[1.0] * 48)
+    transformer = WanTransformer3DModel(
+        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12, in_channels=48,
+        out_channels=48, text_dim=4096, freq_dim=256, ffn_dim=32, num_layers=1,
+        rope_max_seq_len=32)
+    pipe = WanPipeline(tokenizer=make_tokenizer("t5", 512), text_encoder=_t5(umt5=True), vae=vae,
+                       scheduler=_flow_scheduler(shift=5.0), transformer=transformer,
+                       expand_timesteps=True)
+    return _done(pipe)
+
+
+def wan_i2v():
+    """WanImageToVideoPipeline (Wan 2.1 I2V): umT5-XXL 4096 x 512, a CLIP ViT-H image encoder
+    (hidden 1280; the pipeline takes its penultimate hidden states), the first frame encoded by
+    the Wan VAE, the transformer's input 36 channels (16 noise + 4 mask + 16 image latents)."""
+    from diffusers import AutoencoderKLWan, WanImageToVideoPipeline, WanTransformer3DModel
+    from transformers import CLIPImageProcessor, CLIPVisionConfig, CLIPVisionModel
+
+    torch.manual_seed(0)
+    vae = AutoencoderKLWan(base_dim=3, z_dim=16, dim_mult=[1, 1, 1, 1], num_res_blocks=1,
+                           temperal_downsample=[False, True, True])
+    image_encoder = CLIPVisionModel(CLIPVisionConfig(
+        hidden_size=1280, intermediate_size=16, num_hidden_layers=2, num_attention_heads=2,
+        image_size=28, patch_size=14, projection_dim=16))
+    processor = CLIPImageProcessor(size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28})
+    transformer = WanTransformer3DModel(
+        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12, in_channels=36,
+        out_channels=16, text_dim=4096, freq_dim=256, ffn_dim=32, num_layers=1,
+        image_dim=1280, added_kv_proj_dim=24, rope_max_seq_len=32)
+    pipe = WanImageToVideoPipeline(
+        tokenizer=make_tokenizer("t5", 512), text_encoder=_t5(umt5=True), vae=vae,
+        scheduler=_flow_scheduler(shift=5.0), transformer=transformer,
+        image_processor=processor, image_encoder=image_encoder)
+    return _done(pipe)
+
+
+def first_frame(height, width):
+    """A fixed RGB PIL image (the image-to-video pipelines' first frame)."""
+    from PIL import Image
+
+    g = torch.Generator().manual_seed(7)
+    pixels = (torch.rand(height, width, 3, generator=g) * 255).to(torch.uint8).numpy()
+    return Image.fromarray(pixels)
+
+
+def hunyuan_video15():
+    """HunyuanVideo15Pipeline: Qwen2.5-VL text model (hidden 3584; the pipeline takes the
+    third-last hidden states and crops the 108-token template: 1000 tokens), ByT5 (d_model
+    1472) for quoted glyph text, the HunyuanVideo 1.5 VAE (32 channels, 16 spatial, 4
+    temporal), classifier-free guidance through a guider (a call per condition)."""
+    from diffusers import (AutoencoderKLHunyuanVideo15, ClassifierFreeGuidance,
+                           HunyuanVideo15Pipeline, HunyuanVideo15Transformer3DModel)
+    from transformers import Qwen2_5_VLTextConfig, Qwen2_5_VLTextModel, T5Config, T5EncoderModel
+
+    torch.manual_seed(0)
+    text_encoder = Qwen2_5_VLTextModel(Qwen2_5_VLTextConfig(
+        vocab_size=_vocab(), hidden_size=3584, intermediate_size=16, num_hidden_layers=2,
+        num_attention_heads=112, num_key_value_heads=1, max_position_embeddings=2048,
+        rope_scaling={"type": "mrope", "mrope_section": [4, 6, 6], "rope_type": "default"}))
+    byt5 = T5EncoderModel(T5Config(vocab_size=_vocab(), d_model=1472, d_kv=8, d_ff=16,
+                                   num_layers=1, num_heads=2, relative_attention_num_buckets=8,
+                                   pad_token_id=0, eos_token_id=1, decoder_start_token_id=0))
+    vae = AutoencoderKLHunyuanVideo15(block_out_channels=(32, 32, 32, 32, 32), layers_per_block=1,
+                                      latent_channels=32)
+    transformer = HunyuanVideo15Transformer3DModel(
+        in_channels=65, out_channels=32, num_attention_heads=2, attention_head_dim=16,
+        num_layers=1, num_refiner_layers=1, mlp_ratio=1.0, text_embed_dim=3584,
+        text_embed_2_dim=1472, image_embed_dim=1152, rope_axes_dim=(4, 6, 6), task_type="t2v")
+    pipe = HunyuanVideo15Pipeline(
+        text_encoder=text_encoder, tokenizer=_chat_tokenizer(1108), transformer=transformer,
+        vae=vae, scheduler=_flow_scheduler(shift=7.0), text_encoder_2=byt5,
+        tokenizer_2=make_tokenizer("t5", 256), guider=ClassifierFreeGuidance(guidance_scale=6.0))
     return _done(pipe)

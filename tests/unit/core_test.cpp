@@ -252,6 +252,29 @@ TEST(Monitor, RunStepReturnsTheValue) {
   EXPECT_EQ(v, 42);
 }
 
+TEST(Monitor, AttachToAStepAfterItEnded) {
+  Monitor monitor(quiet_options());
+  ActiveRun run = monitor.start_run();
+  int id = -1;
+  {
+    Step text = run.step(StepKind::kTextEncoding, "text_encoder (prompt)");
+    id = text.id();
+  }  // ended
+  Step open = run.step(StepKind::kSampling, "denoise");
+  EXPECT_TRUE(run.attach_to_step(id, {"tensor", "conditioning (denoiser input)", {{"x", 1}}}));
+  EXPECT_TRUE(run.attach_to_step(open.id(), {"tensor", "late", nullptr}));
+  EXPECT_FALSE(run.attach_to_step(7, {"tensor", "nowhere", nullptr}));
+  EXPECT_FALSE(run.attach_to_step(-1, {"tensor", "nowhere", nullptr}));
+  open.end();
+  const genscope::Run done = run.finish();
+  ASSERT_EQ(done.steps.size(), 2u);
+  ASSERT_EQ(done.steps[0].attachments.size(), 1u);
+  EXPECT_EQ(done.steps[0].attachments[0].name, "conditioning (denoiser input)");
+  EXPECT_EQ(done.steps[0].attachments[0].data["x"], 1);
+  EXPECT_EQ(done.steps[1].attachments.size(), 1u);
+  EXPECT_FALSE(run.attach_to_step(id, {"tensor", "after finish", nullptr}));
+}
+
 TEST(Monitor, AttemptsIterationsCountersSkip) {
   Monitor monitor(quiet_options());
   ActiveRun run = monitor.start_run();

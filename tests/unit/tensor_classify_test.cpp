@@ -140,8 +140,10 @@ TEST(ClassifyLatent, SourceSizeRatiosAndTemporalRules) {
   auto ltx_short = classify_latent(Shape{1, 5280, 128}, {.height = 512, .width = 704, .frames = 121});
   ASSERT_EQ(ltx_short.checks.size(), 1u);
   EXPECT_FALSE(ltx_short.checks[0].passed);
-  // 128-wide tokens are LTX's only; 64-wide ones are never LTX.
-  EXPECT_EQ(families(classify_latent(Shape{1, 8, 128}).candidates), std::set<F>{F::kLtxVideo});
+  // 128-wide tokens are LTX's or Flux.2's (2x2 patches of 32 channels); 64-wide ones are
+  // never LTX.
+  EXPECT_EQ(families(classify_latent(Shape{1, 8, 128}).candidates),
+            (std::set<F>{F::kLtxVideo, F::kFlux2, F::kFlux2Klein4B, F::kFlux2Klein9B}));
   EXPECT_EQ(families(classify_latent(Shape{1, 8, 64}).candidates),
             (std::set<F>{F::kFlux1Dev, F::kFlux1Schnell, F::kQwenImage}));
   auto sdxl = classify_latent(Shape{1, 4, 128, 128}, {.height = 1024, .width = 1024});
@@ -193,7 +195,7 @@ TEST(Checks, ValidationLines) {
 }
 
 TEST(Families, NamesRoundTrip) {
-  for (int i = 0; i <= static_cast<int>(ModelFamily::kLtxVideo); ++i) {
+  for (int i = 0; i <= static_cast<int>(ModelFamily::kHunyuanVideo15); ++i) {
     const auto f = static_cast<ModelFamily>(i);
     EXPECT_EQ(parse_family(family_name(f)), f) << family_name(f);
   }
@@ -203,6 +205,106 @@ TEST(Families, NamesRoundTrip) {
   EXPECT_EQ(spatial_factor(ModelFamily::kWan22TI2V), 16);
   EXPECT_EQ(latent_channels(ModelFamily::kLtxVideo), 128);
   EXPECT_EQ(context_width(ModelFamily::kWan21), 4096);
+  EXPECT_EQ(context_width(ModelFamily::kFlux2), 15360);
+  EXPECT_EQ(latent_channels(ModelFamily::kHunyuanVideo15), 32);
+  EXPECT_EQ(spatial_factor(ModelFamily::kHunyuanVideo15), 16);
+}
+
+TEST(Families, AliasesNameSeveralFamilies) {
+  using F = ModelFamily;
+  EXPECT_EQ(families_named("wan2.2"), (std::vector<F>{F::kWan21, F::kWan22TI2V}));
+  EXPECT_EQ(families_named("Wan22"), (std::vector<F>{F::kWan21, F::kWan22TI2V}));
+  EXPECT_EQ(families_named("flux2-klein"), (std::vector<F>{F::kFlux2Klein4B, F::kFlux2Klein9B}));
+  EXPECT_EQ(families_named("wan2.1"), std::vector<F>{F::kWan21});
+  EXPECT_TRUE(families_named("dalle").empty());
+  EXPECT_EQ(parse_family("wan2.2"), F::kWan21);  // the first of the alias
+}
+
+TEST(ClassifyConditioning, NewFamilies) {
+  using F = ModelFamily;
+  EXPECT_EQ(cond({1, 512, 15360}), std::set<F>{F::kFlux2});
+  EXPECT_EQ(cond({1, 512, 7680}), std::set<F>{F::kFlux2Klein4B});
+  EXPECT_EQ(cond({1, 512, 12288}), std::set<F>{F::kFlux2Klein9B});
+  EXPECT_EQ(cond({1, 1000, 3584}), (std::set<F>{F::kQwenImage, F::kHunyuanVideo15}));
+  EXPECT_EQ(cond({1, 144, 3584}), std::set<F>{F::kQwenImage});
+  EXPECT_TRUE(cond({1, 300, 15360}).empty());  // Flux.2 pads to 512
+}
+
+std::set<ModelFamily> latent(Shape shape, SourceSize source = {}) {
+  return families(classify_latent(shape, source).candidates);
+}
+
+TEST(ClassifyLatent, NewFamilies) {
+  using F = ModelFamily;
+  // Flux.2: 32 channels, 2x2 patches -> 128-wide tokens, shared in width with LTX's 1x1x1.
+  EXPECT_EQ(latent({1, 64, 128}), (std::set<F>{F::kLtxVideo, F::kFlux2, F::kFlux2Klein4B,
+                                               F::kFlux2Klein9B}));
+  EXPECT_EQ(latent({1, 64, 128}, {128, 128, 0}),
+            (std::set<F>{F::kFlux2, F::kFlux2Klein4B, F::kFlux2Klein9B}));  // 8x8 tokens of 16 px
+  // 9 frames: LTX's 2 latent frames x 2 x 2 tokens; Flux.2's are images, out for a video.
+  EXPECT_EQ(latent({1, 8, 128}, {64, 64, 9}), std::set<F>{F::kLtxVideo});
+  EXPECT_EQ(latent({1, 16, 128}, {64, 64, 0}),
+            (std::set<F>{F::kFlux2, F::kFlux2Klein4B, F::kFlux2Klein9B}));  // 4x4 tokens
+  EXPECT_EQ(latent({1, 32, 8, 8}), (std::set<F>{F::kFlux2, F::kFlux2Klein4B, F::kFlux2Klein9B}));
+  EXPECT_EQ(latent({1, 32, 3, 4, 4}), std::set<F>{F::kHunyuanVideo15});
+  EXPECT_EQ(latent({1, 32, 3, 4, 4}, {64, 64, 9}), std::set<F>{F::kHunyuanVideo15});
+  EXPECT_EQ(latent({1, 48, 3, 4, 4}), std::set<F>{F::kWan22TI2V});
+}
+
+FamilyVerdict verdict(Shape context, Shape pooled, Shape latent_shape, SourceSize source = {}) {
+  return classify_pipeline({context, pooled, latent_shape, source});
+}
+
+TEST(ClassifyPipeline, EveryTensorNarrowsTheVerdict) {
+  using F = ModelFamily;
+  // Flux.1-dev and Wan share 512 x 4096: the pooled vector (or its absence) and the latents
+  // tell them apart.
+  EXPECT_EQ(families(verdict({1, 512, 4096}, {1, 768}, {1, 16, 64}).candidates),
+            std::set<F>{F::kFlux1Dev});
+  EXPECT_EQ(families(verdict({1, 512, 4096}, {}, {1, 16, 3, 4, 4}).candidates),
+            std::set<F>{F::kWan21});
+  // Flux.1-schnell and HunyuanVideo share 256 x 4096 + pooled 768: the latents decide.
+  EXPECT_EQ(families(verdict({1, 256, 4096}, {1, 768}, {1, 16, 64}).candidates),
+            std::set<F>{F::kFlux1Schnell});
+  EXPECT_EQ(families(verdict({1, 256, 4096}, {1, 768}, {1, 16, 2, 4, 4}).candidates),
+            std::set<F>{F::kHunyuanVideo});
+  // Wan 2.2 TI2V-5B: Wan's umT5 context, 48 channels.
+  EXPECT_EQ(families(verdict({1, 512, 4096}, {}, {1, 48, 3, 2, 2}).candidates),
+            std::set<F>{F::kWan22TI2V});
+  // Qwen-Image and HunyuanVideo 1.5 share Qwen2.5-VL's 3584: packed 64 vs 5-D 32 channels.
+  EXPECT_EQ(families(verdict({1, 1000, 3584}, {}, {1, 16, 64}).candidates),
+            std::set<F>{F::kQwenImage});
+  EXPECT_EQ(families(verdict({1, 1000, 3584}, {}, {1, 32, 2, 2, 2}).candidates),
+            std::set<F>{F::kHunyuanVideo15});
+  // Flux.2 and LTX share 128-wide tokens: the context decides.
+  EXPECT_EQ(families(verdict({1, 512, 15360}, {}, {1, 64, 128}).candidates),
+            std::set<F>{F::kFlux2});
+  EXPECT_EQ(families(verdict({2, 128, 4096}, {}, {1, 64, 128}).candidates),
+            std::set<F>{F::kLtxVideo});
+  EXPECT_TRUE(verdict({1, 512, 4096}, {1, 768}, {1, 16, 64}).unique());
+}
+
+TEST(ClassifyPipeline, ConflictsAndNothingSeen) {
+  const FamilyVerdict v = verdict({1, 77, 768}, {}, {1, 16, 64});  // SD1 text, Flux latents
+  EXPECT_TRUE(v.candidates.empty());
+  EXPECT_TRUE(std::any_of(v.notes.begin(), v.notes.end(),
+                          [](const std::string& n) { return n.rfind("conflict", 0) == 0; }));
+  const FamilyVerdict none = verdict({}, {}, {});
+  EXPECT_TRUE(none.candidates.empty());
+  EXPECT_EQ(none.notes, std::vector<std::string>{"no tensor seen"});
+}
+
+TEST(ResolveFamily, AliasesDecidedByTheTensors) {
+  using F = ModelFamily;
+  EXPECT_EQ(resolve_family("wan2.2", {{1, 512, 4096}, {}, {1, 48, 3, 2, 2}, {}}), F::kWan22TI2V);
+  EXPECT_EQ(resolve_family("wan2.2", {{1, 512, 4096}, {}, {1, 16, 3, 4, 4}, {}}), F::kWan21);
+  EXPECT_EQ(resolve_family("wan2.2", {}), F::kWan21);  // nothing seen: the first
+  EXPECT_EQ(resolve_family("flux2-klein", {{1, 512, 12288}, {}, {1, 64, 128}, {}}),
+            F::kFlux2Klein9B);
+  EXPECT_EQ(resolve_family("flux2-klein", {{1, 512, 7680}, {}, {1, 64, 128}, {}}),
+            F::kFlux2Klein4B);
+  EXPECT_EQ(resolve_family("sdxl", {{1, 512, 4096}, {}, {1, 48, 3, 2, 2}, {}}), F::kSDXL);
+  EXPECT_FALSE(resolve_family("dalle", {}).has_value());
 }
 
 }  // namespace

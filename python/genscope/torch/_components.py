@@ -23,9 +23,15 @@ DENOISERS = ("unet", "transformer")
 #: Denoisers a pipeline calls besides its first, each for part of the schedule: Wan 2.2 A14B's
 #: low-noise expert ``transformer_2`` (diffusers' WanPipeline, ``boundary_ratio``).
 MORE_DENOISERS = ("transformer_2",)
+#: Models pipelines call outside the denoising loop, each call a ``custom`` step named after
+#: the model and method: Wan 2.1 I2V's CLIP ``image_encoder`` (forward), LTX-2's text
+#: ``connectors`` (forward), ``audio_vae`` (encode / decode) and ``vocoder`` (forward).
+MORE_MODELS = {"image_encoder": ("forward",), "connectors": ("forward",),
+               "audio_vae": ("encode", "decode"), "vocoder": ("forward",)}
 #: Models some pipelines hold that instrument() does not hook (yet): listed as skipped, so the
 #: components attachment says what ran unobserved (their time is inside the surrounding steps).
-NOT_HOOKED = ("image_encoder", "audio_vae", "vocoder", "connectors", "controlnet")
+#: A ControlNet runs inside the denoising loop, beside the denoiser.
+NOT_HOOKED = ("controlnet",)
 ROLES = TEXT_ENCODERS + TOKENIZERS + DENOISERS + MORE_DENOISERS + ("vae", "scheduler")
 
 
@@ -40,6 +46,7 @@ class Components:
     more_denoisers: Dict[str, Any] = field(default_factory=dict)  # name -> torch module
     vae: Optional[Any] = None  # object with encode/decode
     scheduler: Optional[Any] = None  # object with step()
+    more_models: Dict[str, Any] = field(default_factory=dict)  # MORE_MODELS name -> object
     skipped: Dict[str, str] = field(default_factory=dict)  # name -> reason
 
     def describe(self) -> Dict[str, Any]:
@@ -57,6 +64,8 @@ class Components:
         if self.scheduler is not None:
             out["scheduler"] = {"class": type(self.scheduler).__name__,
                                 "hooked": "step, set_timesteps"}
+        for name, model in self.more_models.items():
+            out[name] = {"class": type(model).__name__, "hooked": ", ".join(MORE_MODELS[name])}
         for name, reason in self.skipped.items():
             out[name] = {"class": None, "hooked": None, "skipped": reason}
         return out
@@ -170,6 +179,14 @@ def find_components(pipe: Any) -> Components:
         else:
             found.more_denoisers[name] = module
     if not explicit:
+        for name, methods in MORE_MODELS.items():
+            obj = get(name)
+            if obj is None:
+                continue
+            if _has_methods(obj, *methods):
+                found.more_models[name] = obj
+            else:
+                found.skipped[name] = f"{type(obj).__name__} has no {'/'.join(methods)}()"
         for name in NOT_HOOKED:
             obj = get(name)
             if obj is not None:

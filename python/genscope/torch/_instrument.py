@@ -29,7 +29,7 @@ import types
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _genscope
-from ._components import Components, find_components
+from ._components import MORE_MODELS, Components, _is_module, find_components
 from ._generation import Generation, call_code, find_call_frame, read_generation
 from ._tensors import (batch_of, caller, denoiser_conditioning, encoder_outputs, first_tensor,
                        frames_and_pixels, is_tensor, latent_of_encode)
@@ -57,6 +57,11 @@ class _Sampling:
         self.calls_in_iteration = 0
         self.model_calls: Dict[str, int] = {}  # completed calls per denoiser (Wan 2.2: two)
         self.model_seconds: Dict[str, float] = {}
+        # Shapes for the family verdict: what the denoiser received, what the scheduler steps.
+        self.context_shape: Optional[Tuple[int, ...]] = None
+        self.pooled_shape: Optional[Tuple[int, ...]] = None
+        self.latent_shape: Optional[Tuple[int, ...]] = None
+        self.first_context: Any = None  # the first call's context, for text steps without one
 
 
 class _Schedule:
@@ -81,6 +86,13 @@ class Instrumentation:
         self.run = run
         self.analyze = analyze
         self.family = family
+        # The family the analyses are checked against: `family`, an alias ("wan2.2") resolved
+        # at the denoiser's first call by what it receives (_genscope._resolve_family).
+        self._family = family
+        # Text steps whose encoder returned no last_hidden_state (causal / vision-language
+        # models: the pipeline takes hidden_states[k]): (step id, role), given the
+        # conditioning the denoiser receives once it is called.
+        self._text_pending: List[Tuple[int, str]] = []
         self.hook_errors = 0  #: Failures inside genscope's code (each a monitoring error).
         self.active = False
         self._patches: List[Tuple[Any, str, bool, Any, Any]] = []
@@ -129,6 +141,14 @@ class Instrumentation:
             self._wrap(c.scheduler, "step", self._scheduler_step)
             if callable(getattr(c.scheduler, "set_timesteps", None)):
                 self._wrap(c.scheduler, "set_timesteps", self._set_timesteps)
+        for name, model in c.more_models.items():
+            for method in MORE_MODELS[name]:
+                where = f"{name}.{method}" if method != "forward" else name
+                around = functools.partial(self._model_call, where)
+                if method == "forward" and _is_module(model):
+                    self._wrap_forward(model, around)
+                else:
+                    self._wrap(model, method, around)
         if c.vae is not None:
             self._wrap(c.vae, "encode", functools.partial(self._vae_call, "latent_generation",
                                                           "vae.encode"))
@@ -246,8 +266,8 @@ class Instrumentation:
 
     def _analyze(self, step: Any, name: str, tensor: Any, role: str, *,
                  family: bool = True, **extra: Any) -> None:
-        if family and self.family is not None and role in ("conditioning", "pooled", "latent"):
-            extra["family"] = self.family
+        if family and self._family is not None and role in ("conditioning", "pooled", "latent"):
+            extra["family"] = self._family
         step.analyze_tensor(name, tensor, role, **extra)
 
     def _check_encoder_family(self) -> bool:
@@ -328,6 +348,7 @@ class Instrumentation:
         if s is None:
             return
         self._sampling = None
+        self._text_pending = []  # a generation's text steps get its own denoiser's input
         if self._generation is not None:
             self._generation.sampled = True
         try:
@@ -353,6 +374,9 @@ class Instrumentation:
             if self.components.scheduler is None and s.calls_in_iteration > 0:
                 s.step.mark_iteration()  # the last iteration ends here
             if self.analyze:
+                if s.context_shape is not None or s.latent_shape is not None:
+                    s.step.attach("family", "family verdict", _genscope._family_verdict(
+                        s.context_shape, s.pooled_shape, s.latent_shape))
                 if s.last_latents is not None:
                     self._analyze(s.step, "latents (last iteration)", s.last_latents, "latent")
                 elif self.components.scheduler is None and is_tensor(s.last_input):
@@ -380,8 +404,10 @@ class Instrumentation:
     def _text_begin(self, name: str, args: Tuple[Any, ...], kwargs: dict) -> Any:
         self._end_sampling()  # a text encoder after sampling: the next generation begins
         gen = self._enter_generation()
-        title = f"{name} ({gen.role_of_next_call(name)})" if gen is not None else name
+        role = gen.role_of_next_call(name) if gen is not None else "prompt"
+        title = f"{name} ({role})" if gen is not None else name
         step = self.run.step("text_encoding", title, source=caller())
+        self._text_role = role
         ids = args[0] if args else kwargs.get("input_ids")
         if is_tensor(ids) and not getattr(ids.dtype, "is_floating_point", True):
             step.add_counter("tokens", float(ids.numel()))
@@ -403,6 +429,8 @@ class Instrumentation:
                                   **extra)
                 if pooled is not None:  # not checked: SD1.x's has no width in the table
                     self._analyze(step, "pooled", pooled, "pooled", family=False)
+                if context is None and pooled is None and self.components.denoiser is not None:
+                    self._text_pending.append((step.id, getattr(self, "_text_role", "prompt")))
         finally:
             step.end()
 
@@ -411,6 +439,8 @@ class Instrumentation:
                           **kwargs: Any) -> Any:
         if self._sampling is None or self.components.scheduler is None:
             self._guard("denoiser", lambda: self._denoiser_begin(args, kwargs))
+        if self._text_pending:
+            self._guard("denoiser", lambda: self._conditioning_for_text(args, kwargs))
         started = time.perf_counter()
         try:
             output = original(*args, **kwargs)
@@ -429,6 +459,7 @@ class Instrumentation:
         if s is None:
             self._enter_generation()
             s = self._begin_sampling()
+            self._guard("denoiser", lambda: self._read_received(s, args, kwargs))
             if self.analyze:
                 self._analyze_received_conditioning(s.step, args, kwargs)
         s.calls_started += 1
@@ -452,9 +483,59 @@ class Instrumentation:
         s.calls_in_iteration += 1
         if s.first_input is None and is_tensor(x):
             s.first_input = x
+            s.latent_shape = tuple(int(d) for d in x.shape)  # for the family verdict
             if self.analyze:
                 self._analyze(s.step, "model input (first call)", x, "latent")
         s.last_input = x
+
+    def _read_received(self, s: _Sampling, args: Tuple[Any, ...], kwargs: dict) -> None:
+        """The shapes of the first call (for the family verdict), and the declared family
+        resolved by them: an alias naming several families ("wan2.2": A14B's 16 channels or
+        TI2V-5B's 48) means the one these tensors fit."""
+        context, pooled, _ = denoiser_conditioning(args, kwargs)
+        if context is not None and len(context.shape) == 3:
+            s.context_shape = tuple(int(d) for d in context.shape)
+            s.first_context = context
+        if pooled is not None:
+            s.pooled_shape = tuple(int(d) for d in pooled.shape)
+        if self.family is not None:
+            x = args[0] if args else next((kwargs[k] for k in ("hidden_states", "sample", "x")
+                                           if k in kwargs), None)
+            latent = tuple(int(d) for d in x.shape) if is_tensor(x) else None
+            self._family = _genscope._resolve_family(self.family, s.context_shape,
+                                                     s.pooled_shape, latent)
+            s.step.label("family", self._family)
+            if self._family.lower() != self.family.lower():
+                s.step.label("family_declared", self.family)
+
+    def _conditioning_for_text(self, args: Tuple[Any, ...], kwargs: dict) -> None:
+        """Gives text steps whose encoder output had no last_hidden_state the conditioning
+        as the denoiser receives it: the prompt's steps the first call's, the negative
+        prompt's the second call's (true CFG: a call per prompt) or, when the first
+        iteration ends with one call (batched CFG), the first call's batch."""
+        s = self._sampling
+        if s is None:
+            return
+        first = s.calls == 0 and s.scheduler_steps == 0
+        second = s.calls == 1 and s.scheduler_steps == 0
+        if not (first or second):
+            return
+        context = denoiser_conditioning(args, kwargs)[0]
+        if context is None or len(context.shape) != 3:
+            return
+        want = (lambda r: r != "negative") if first else (lambda r: r == "negative")
+        self._give_text_steps(context, want)
+
+    def _give_text_steps(self, context: Any, want: Callable[[str], bool]) -> None:
+        keep = []
+        for step_id, role in self._text_pending:
+            if not want(role):
+                keep.append((step_id, role))
+            elif self.analyze:
+                extra = {"family": self._family} if self._family is not None else {}
+                self.run.analyze_tensor_into(step_id, "conditioning (denoiser input)", context,
+                                             "conditioning", **extra)
+        self._text_pending = keep
 
     def _analyze_received_conditioning(self, step: Any, args: Tuple[Any, ...],
                                        kwargs: dict) -> None:
@@ -470,6 +551,9 @@ class Instrumentation:
             self._analyze(step, "pooled (denoiser input)", pooled, "pooled")
         if adm is not None:
             self._analyze(step, "adm vector (denoiser input)", adm, "pooled", family=False)
+        image = kwargs.get("encoder_hidden_states_image")  # Wan I2V: CLIP image states
+        if is_tensor(image):
+            self._analyze(step, "image conditioning (denoiser input)", image, "other")
 
     def _denoiser_failed(self, exc: BaseException) -> None:
         s = self._sampling
@@ -531,6 +615,11 @@ class Instrumentation:
 
     def _scheduler_begin(self, sample: Any) -> None:
         s = self._sampling or self._begin_sampling()
+        if s.scheduler_steps == 0 and self._text_pending and s.first_context is not None:
+            self._give_text_steps(s.first_context, lambda r: True)  # batched CFG
+        s.first_context = None
+        if s.scheduler_steps == 0 and is_tensor(sample):
+            s.latent_shape = tuple(int(d) for d in sample.shape)
         if s.scheduler_steps == 0 and self.analyze and is_tensor(sample):
             self._analyze(s.step, "latents (first iteration)", sample, "latent")
 
@@ -574,6 +663,36 @@ class Instrumentation:
         timesteps = getattr(scheduler, "timesteps", None)
         return (isinstance(index, int) and timesteps is not None and
                 index >= len(timesteps))
+
+    # --- other models (image encoder, connectors, audio VAE, vocoder) -----------------------------
+    def _model_call(self, where: str, original: Callable[..., Any], *args: Any,
+                    **kwargs: Any) -> Any:
+        """A call of a model the pipeline runs outside the denoising loop: a ``custom`` step
+        (the sampling step before it ends, as at the VAE). Nested calls (a model calling
+        itself, encode inside decode) are one step."""
+        depth = getattr(self._vae_depth, "value", 0)
+        if depth > 0:
+            return original(*args, **kwargs)
+        step = self._guard(where, lambda: self._model_begin(where))
+        self._vae_depth.value = depth + 1
+        try:
+            result = original(*args, **kwargs)
+        except BaseException as e:
+            if step is not None:
+                self._guard(where, functools.partial(self._fail_step, step, e))
+            raise
+        finally:
+            self._vae_depth.value = depth
+        if step is not None:
+            self._guard(where, step.end)
+        return result
+
+    def _model_begin(self, where: str) -> Any:
+        self._end_sampling()
+        self._enter_generation()
+        step = self.run.step("custom", where, source=caller())
+        step.label("model", where.split(".")[0])
+        return step
 
     # --- VAE -------------------------------------------------------------------------------------------
     def _vae_call(self, kind: str, name: str, original: Callable[..., Any], *args: Any,
