@@ -341,7 +341,7 @@ json to_json(const Run& run) {
   j["host"] = {{"hostname", run.host.hostname},
                {"cpu_model", run.host.cpu_model},
                {"cpu_cores", run.host.cpu_cores},
-               {"ram_bytes", run.host.ram_bytes},
+               {"ram_bytes", number(run.host.ram_bytes)},
                {"os", run.host.os}};
   json gpus = json::array();
   for (const GpuInfo& g : run.gpus) {
