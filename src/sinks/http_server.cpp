@@ -27,6 +27,7 @@ struct Connection {
   std::string in;   // the request head read so far
   std::string out;  // the answer, once known
   std::size_t sent = 0;
+  std::function<void()> on_sent;  // HttpAnswer::on_sent of that answer
 };
 
 bool iequals_prefix(std::string_view line, std::string_view name) {
@@ -47,8 +48,9 @@ std::string answer(int status, std::string_view reason, std::string_view content
   return out;
 }
 
-// The answer to a complete request head.
-std::string respond(std::string_view request, const HttpServer::Handler& handler) {
+// The answer to a complete request head (`on_sent`: the handler's, for a 200).
+std::string respond(std::string_view request, const HttpServer::Handler& handler,
+                    std::function<void()>& on_sent) {
   const std::size_t eol = request.find("\r\n");
   const std::string_view line = request.substr(0, eol);
   const std::size_t sp1 = line.find(' ');
@@ -81,7 +83,8 @@ std::string respond(std::string_view request, const HttpServer::Handler& handler
     rest.remove_prefix(end + 2);
   }
   try {
-    const HttpAnswer a = handler(accept);
+    HttpAnswer a = handler(accept);
+    on_sent = std::move(a.on_sent);
     return answer(200, "OK", a.content_type, a.body, head);
   } catch (...) {
     return answer(500, "Internal Server Error", "text/plain",
@@ -208,7 +211,7 @@ void HttpServer::Impl::loop() {
       for (std::size_t k = 0; k < 16 && conns.size() < options.max_connections; ++k) {
         const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) break;
-        conns.push_back({fd, Clock::now() + options.connection_deadline, {}, {}, 0});
+        conns.push_back({fd, Clock::now() + options.connection_deadline, {}, {}, 0, {}});
       }
     }
     for (std::size_t i = 0; i < owners.size(); ++i) {
@@ -224,7 +227,7 @@ void HttpServer::Impl::loop() {
           c.in.append(buf, static_cast<std::size_t>(got));
           const std::size_t end = c.in.find("\r\n\r\n");
           if (end != std::string::npos) {
-            c.out = respond(std::string_view(c.in).substr(0, end + 2), handler);
+            c.out = respond(std::string_view(c.in).substr(0, end + 2), handler, c.on_sent);
           } else if (c.in.size() > options.max_request_bytes) {
             c.out = answer(431, "Request Header Fields Too Large", "text/plain",
                            "request head too large\n", false);
@@ -240,6 +243,7 @@ void HttpServer::Impl::loop() {
           if (c.sent == c.out.size()) {
             ::shutdown(c.fd, SHUT_WR);
             done = true;
+            if (c.on_sent) c.on_sent();
           }
         }
       }

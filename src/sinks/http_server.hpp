@@ -30,6 +30,9 @@ struct HttpServerOptions {
 struct HttpAnswer {
   std::string content_type;
   std::string body;
+  /// Called on the server's thread once the whole answer was handed to the kernel (never when
+  /// the client went away, its deadline passed or the server stopped first).
+  std::function<void()> on_sent;
 };
 
 class HttpServer {

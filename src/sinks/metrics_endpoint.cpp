@@ -23,13 +23,16 @@ struct MetricsEndpoint::Impl {
   std::condition_variable final_scraped;
   detail::MetricsModel model;  // guarded by mutex
   bool final_pending = false;  // a run finished and no scrape has read it yet; guarded by mutex
+  std::uint64_t final_generation = 0;  // counts run_finished calls; guarded by mutex
   std::unique_ptr<detail::HttpServer> server;
 
   detail::MetricsModel snapshot() const {
     std::lock_guard lock(mutex);
     return model;
   }
-  // A scrape: the model as of now; a finished run's state counts as read once rendered.
+  // A scrape: the model as of now. A finished run's state counts as read once the answer that
+  // holds it was sent whole (counted when rendered, a linger could end and close the
+  // connection before the scraper had it: cli.metrics_endpoint's "final state never scraped").
   detail::HttpAnswer scrape(std::string_view accept) {
     const MetricsFormat format = negotiate_metrics_format(accept);
     bool was_final = false;
@@ -40,11 +43,15 @@ struct MetricsEndpoint::Impl {
       was_final = final_pending;
     }
     detail::HttpAnswer a{std::string(metrics_content_type(format)),
-                         detail::write_exposition(copy.families(detail::unix_now_ns()), format)};
+                         detail::write_exposition(copy.families(detail::unix_now_ns()), format), {}};
     if (was_final) {
-      std::lock_guard lock(mutex);
-      final_pending = false;
-      final_scraped.notify_all();
+      const std::uint64_t generation = final_generation;
+      a.on_sent = [this, generation] {
+        std::lock_guard lock(mutex);
+        if (final_generation != generation) return;  // a newer run began meanwhile
+        final_pending = false;
+        final_scraped.notify_all();
+      };
     }
     return a;
   }
@@ -122,6 +129,7 @@ void MetricsEndpoint::run_finished(const Run& run) {
   std::lock_guard lock(impl_->mutex);
   impl_->model.run_finished(run);
   impl_->final_pending = true;
+  ++impl_->final_generation;
 }
 
 }  // namespace genscope
