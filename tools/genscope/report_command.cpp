@@ -9,6 +9,7 @@
 #include "genscope/metrics.hpp"
 #include "genscope/report.hpp"
 #include "genscope/run_json.hpp"
+#include "merged_outputs.hpp"
 
 namespace genscope::cli {
 
@@ -22,13 +23,15 @@ void register_report_command(CLI::App& app, CommandContext& context) {
     std::string metrics;
     bool openmetrics = false;
     std::string pushgateway;
+    MergeCliOptions merge;
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "report",
       "Render saved runs: the console report, or HTML / Chrome trace / CSV / Prometheus exports");
   cmd->add_option("run", options->paths,
-                  "Run document(s) (run.json); several runs overlay in --html and --trace")
+                  "Run document(s) (run.json); several runs overlay in --html and --trace, "
+                  "except the ranks of one distributed generation (or a merged document), which are merged")
       ->required();
   cmd->add_flag("--plain", options->plain, "ASCII markers instead of emoji");
   cmd->add_flag("--series", options->series, "Also summarise the sampled time series");
@@ -41,14 +44,30 @@ void register_report_command(CLI::App& app, CommandContext& context) {
   cmd->add_option("--pushgateway", options->pushgateway,
                   "Push the run's final figures to this Prometheus Pushgateway "
                   "(e.g. http://127.0.0.1:9091)");
+  add_merge_options(*cmd, options->merge);
   cmd->callback([options, &context] {
     const bool metrics = !options->metrics.empty() || !options->pushgateway.empty();
     if (metrics && options->paths.size() != 1) {
       throw Error("InvalidOption", "--metrics and --pushgateway take one run document");
     }
     if (!options->pushgateway.empty()) check_pushgateway_url(options->pushgateway);
-    std::vector<Run> runs;
-    for (const std::string& path : options->paths) runs.push_back(read_run_file(path));
+    SavedRuns saved = read_saved_runs(options->paths);
+    if (wants_merge(saved)) {  // the ranks of one distributed generation (docs/distributed.md)
+      if (metrics) throw Error("InvalidOption", "--metrics and --pushgateway take one run document, not merged ranks");
+      const double margin = parse_straggler_margin(options->merge.straggler_margin);
+      const MergedRun merged = merge_runs(std::move(saved.runs), {.straggler_margin = margin});
+      if (options->exports.any() || !options->merge.trace_dir.empty()) {
+        write_merged_exports(merged, options->exports, options->merge, std::cout);
+      } else {
+        std::cout << render_merged_summary(merged, options->plain);
+      }
+      context.exit_code = 0;
+      return;
+    }
+    if (!options->merge.trace_dir.empty()) {
+      throw Error("InvalidOption", "--trace-dir takes the runs of one distributed generation");
+    }
+    std::vector<Run> runs = std::move(saved.runs);
     if (!options->metrics.empty()) {
       const std::string text = render_metrics(
           runs.front(),
