@@ -56,8 +56,12 @@ struct StepSpread {
   int slowest_rank = -1;
   /// (max - median) / median; 0 when the median is 0.
   double excess = 0;
-  /// The slowest rank exceeds the median by more than the straggler margin.
+  /// The slowest rank exceeds the median by more than the straggler margin (never for a
+  /// barrier step).
   bool straggler = false;
+  /// A barrier step (label "distributed.barrier" on some rank): its time is the wait for the
+  /// others, longest on the rank that came first, so it names no straggler.
+  bool barrier = false;
 };
 
 /// The merged generation.

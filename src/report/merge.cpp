@@ -212,6 +212,8 @@ MergedRun merge_runs(std::vector<Run> runs, const MergeOptions& options) {
     for (std::size_t r = 0; r < merged.runs.size(); ++r) {
       const auto it = indexes[r].find(key);
       if (it != indexes[r].end() && present.empty()) spread.kind = merged.runs[r].steps[it->second].kind;
+      if (it != indexes[r].end() && merged.runs[r].steps[it->second].labels.count("distributed.barrier") > 0)
+        spread.barrier = true;
       const std::int64_t d = it == indexes[r].end() ? -1 : merged.runs[r].steps[it->second].duration_ns;
       spread.duration_ns.push_back(d);
       if (d >= 0) present.push_back(d);
@@ -228,7 +230,7 @@ MergedRun merge_runs(std::vector<Run> runs, const MergeOptions& options) {
     spread.excess = spread.median_ns > 0
                         ? static_cast<double>(spread.max_ns - spread.median_ns) / static_cast<double>(spread.median_ns)
                         : 0.0;
-    spread.straggler = present.size() >= 2 && spread.excess > options.straggler_margin;
+    spread.straggler = !spread.barrier && present.size() >= 2 && spread.excess > options.straggler_margin;
     merged.steps.push_back(std::move(spread));
   }
   return merged;

@@ -78,7 +78,8 @@ std::string ranks_section(const MergedRun& m) {
     }
     out += "<td class=\"num\">" + ms(s.min_ns) + "</td><td class=\"num\">" + ms(s.median_ns) +
            "</td><td class=\"num\">" + ms(s.max_ns) + "</td><td>rank " + std::to_string(s.slowest_rank) +
-           " (" + percent(s.excess) + ")" + (s.straggler ? " <b class=\"fail\">straggler</b>" : "") + "</td></tr>";
+           " (" + percent(s.excess) + ")" + (s.straggler ? " <b class=\"fail\">straggler</b>" : "") +
+           (s.barrier ? " <span class=\"note\">barrier: waits for the others</span>" : "") + "</td></tr>";
   }
   out += "</table></div>";
   return out;

@@ -82,7 +82,8 @@ json to_json(const MergedRun& m) {
                      {"max_ns", s.max_ns},
                      {"slowest_rank", s.slowest_rank},
                      {"excess", s.excess},
-                     {"straggler", s.straggler}});
+                     {"straggler", s.straggler},
+                     {"barrier", s.barrier}});
   }
   json runs = json::array();
   for (const Run& r : m.runs) runs.push_back(to_json(r));
@@ -158,6 +159,10 @@ MergedRun merged_from_json(const json& j) {
     const json& straggler = field(s, "straggler", p);
     if (!straggler.is_boolean()) invalid(p + ".straggler", "expected true or false");
     spread.straggler = straggler.get<bool>();
+    if (const auto b = s.find("barrier"); b != s.end()) {  // optional
+      if (!b->is_boolean()) invalid(p + ".barrier", "expected true or false");
+      spread.barrier = b->get<bool>();
+    }
     m.steps.push_back(std::move(spread));
   }
   const json& runs = array(j, "runs", "$");

@@ -60,6 +60,7 @@ std::string render_merged_summary(const MergedRun& m, bool plain) {
     int missing = 0;
     for (std::int64_t d : s.duration_ns) missing += d < 0 ? 1 : 0;
     if (missing > 0) out += ", missing on " + std::to_string(missing) + " rank(s)";
+    if (s.barrier) out += ", barrier (waits for the others)";
     if (s.straggler) out += plain ? "  STRAGGLER rank " : "  🐢 straggler rank ";
     if (s.straggler) out += std::to_string(s.slowest_rank);
     out += "\n";

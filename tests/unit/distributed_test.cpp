@@ -225,6 +225,14 @@ TEST(Merge, SpreadStragglerAndPeaks) {
   EXPECT_TRUE(m.steps[1].straggler);
   EXPECT_EQ(m.steps[2].path, "sampling / unet");
   EXPECT_TRUE(m.steps[2].straggler);
+  // The barrier step waits for the others: never a straggler, however uneven.
+  genscope::Run early = rank_run(0), late = rank_run(1);
+  early.steps[3].duration_ns = 90'000'000;
+  const MergedRun b = merge_runs({early, late});
+  EXPECT_EQ(b.steps[3].path, "barrier");
+  EXPECT_TRUE(b.steps[3].barrier);
+  EXPECT_FALSE(b.steps[3].straggler);
+  EXPECT_FALSE(m.steps[1].barrier);
   EXPECT_EQ(m.steps[0].path, "load");  // equal on both ranks: no straggler
   EXPECT_FALSE(m.steps[0].straggler);
   EXPECT_EQ(m.steps[0].excess, 0.0);
