@@ -30,6 +30,9 @@ struct DistributedInfo {
   /// also overlap in time), "process_group" (an initialised torch.distributed group's
   /// init method), or empty.
   std::string group_source;
+  /// The rank's process id (0 unknown): set when a run starts or takes its identity, so that
+  /// the launcher's process tree can tell each rank's processes apart (merge.hpp).
+  int pid = 0;
 };
 
 /// Reads one environment variable; nullptr when unset. Tests pass their own.

@@ -40,6 +40,10 @@ struct MergedRank {
   /// Peak of each memory figure (bytes) over the rank's steps: process.rss_bytes,
   /// gpu<i>.used_bytes, alloc.<device>.allocated_bytes / reserved_bytes, ... as recorded.
   std::map<std::string, double> peak_bytes;
+  /// The rank's processes in the launcher's process tree (its own process and every
+  /// descendant), found by the rank's pid; 0 without a launcher run or a pid. Their summed
+  /// lifetime peaks are peak_bytes["launcher.tree_rss_bytes"].
+  int tree_processes = 0;
 };
 
 /// One step matched across ranks: the same path of step names (parents first, joined by

@@ -1,6 +1,8 @@
 // Monitor and ActiveRun: probe ownership, run lifecycle and step opening.
 #include "genscope/monitor.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -175,6 +177,7 @@ ActiveRun Monitor::start_run(RunOptions options) {
   std::string distributed_problem;
   r.distributed = options.distributed ? std::move(options.distributed)
                                       : distributed_from_environment(&distributed_problem);
+  if (r.distributed && r.distributed->pid == 0) r.distributed->pid = static_cast<int>(::getpid());
   if (!distributed_problem.empty())
     open_errors.emplace_back("distributed", distributed_problem + "; the run is not marked as a rank");
   run->dumps = std::move(options.dumps);
@@ -268,6 +271,7 @@ void ActiveRun::set_distributed(DistributedInfo info) noexcept {
   if (state_ == nullptr) return;
   try {
     std::lock_guard lock(state_->mutex);
+    if (info.pid == 0) info.pid = static_cast<int>(::getpid());
     state_->run.distributed = std::move(info);
   } catch (...) {
   }

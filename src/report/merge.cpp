@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "genscope/error.hpp"
@@ -127,6 +128,51 @@ std::optional<std::pair<std::string, int>> common_barrier(
   return std::nullopt;
 }
 
+// The launcher's process tree (its "process_tree" attachment, docs/run.md): pid -> (ppid,
+// lifetime peak). Entries that are not what genscope run writes are left out.
+std::map<int, std::pair<int, double>> launcher_tree(const Run& launcher) {
+  std::map<int, std::pair<int, double>> out;
+  for (const Attachment& a : launcher.attachments) {
+    if (a.type != "process_tree" || !a.data.is_object()) continue;
+    const auto processes = a.data.find("processes");
+    if (processes == a.data.end() || !processes->is_array()) continue;
+    for (const nlohmann::json& p : *processes) {
+      if (!p.is_object()) continue;
+      const auto pid = p.find("pid"), ppid = p.find("ppid"), peak = p.find("lifetime_peak_bytes");
+      if (pid == p.end() || !pid->is_number_integer() || ppid == p.end() || !ppid->is_number_integer()) continue;
+      const double bytes = peak != p.end() && peak->is_number() ? peak->get<double>() : NAN;
+      out[pid->get<int>()] = {ppid->get<int>(), bytes};
+    }
+  }
+  return out;
+}
+
+// The rank's process and its descendants in the tree: count and summed lifetime peaks.
+std::pair<int, double> rank_subtree(const std::map<int, std::pair<int, double>>& tree, int pid) {
+  if (pid <= 0 || tree.count(pid) == 0) return {0, NAN};
+  int count = 0;
+  double sum = 0;
+  bool any = false;
+  for (const auto& [p, info] : tree) {
+    // Walk up to the root (bounded: a malformed tree may have a cycle).
+    int at = p;
+    for (std::size_t hops = 0; hops <= tree.size() && at > 0; ++hops) {
+      if (at == pid) {
+        ++count;
+        if (!std::isnan(info.second)) {
+          sum += info.second;
+          any = true;
+        }
+        break;
+      }
+      const auto up = tree.find(at);
+      if (up == tree.end()) break;
+      at = up->second.first;
+    }
+  }
+  return {count, any ? sum : NAN};
+}
+
 }  // namespace
 
 MergedRun merge_runs(std::vector<Run> runs, const MergeOptions& options) {
@@ -202,6 +248,14 @@ MergedRun merge_runs(std::vector<Run> runs, const MergeOptions& options) {
       }
     }
     merged.ranks.push_back(std::move(rank));
+  }
+  if (merged.launcher) {
+    const auto tree = launcher_tree(*merged.launcher);
+    for (std::size_t r = 0; r < merged.runs.size(); ++r) {
+      const auto [count, peak] = rank_subtree(tree, merged.runs[r].distributed->pid);
+      merged.ranks[r].tree_processes = count;
+      if (!std::isnan(peak)) merged.ranks[r].peak_bytes["launcher.tree_rss_bytes"] = peak;
+    }
   }
 
   for (const auto& key : order) {

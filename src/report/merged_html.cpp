@@ -50,6 +50,8 @@ std::string ranks_section(const MergedRun& m) {
   row("starts at", [](const MergedRank& r) { return "+" + ms(r.offset_ns); });
   row("clock shift", [](const MergedRank& r) { return ms(r.clock_shift_ns); });
   row("duration", [](const MergedRank& r) { return ms(r.duration_ns); });
+  row("processes in the launcher's tree",
+      [](const MergedRank& r) { return r.tree_processes > 0 ? std::to_string(r.tree_processes) : std::string("–"); });
   std::vector<std::string> figures;
   for (const MergedRank& r : m.ranks) {
     for (const auto& [name, peak] : r.peak_bytes) {

@@ -69,7 +69,8 @@ json to_json(const MergedRun& m) {
                      {"offset_ns", r.offset_ns},
                      {"clock_shift_ns", r.clock_shift_ns},
                      {"duration_ns", r.duration_ns},
-                     {"peak_bytes", r.peak_bytes}});
+                     {"peak_bytes", r.peak_bytes},
+                     {"tree_processes", r.tree_processes}});
   }
   json steps = json::array();
   for (const StepSpread& s : m.steps) {
@@ -125,6 +126,7 @@ MergedRun merged_from_json(const json& j) {
     rank.offset_ns = integer(r, "offset_ns", p);
     rank.clock_shift_ns = integer(r, "clock_shift_ns", p);
     rank.duration_ns = integer(r, "duration_ns", p);
+    if (r.contains("tree_processes")) rank.tree_processes = small_integer(r, "tree_processes", p);
     const json& peaks = field(r, "peak_bytes", p);
     if (!peaks.is_object()) invalid(p + ".peak_bytes", "expected an object");
     for (auto it = peaks.begin(); it != peaks.end(); ++it) {

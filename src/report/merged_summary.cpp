@@ -38,7 +38,10 @@ std::string render_merged_summary(const MergedRun& m, bool plain) {
            format_duration(static_cast<double>(r.duration_ns), plain);
     if (r.clock_shift_ns != 0)
       out += ", clock shifted " + format_duration(static_cast<double>(r.clock_shift_ns), plain);
-    for (const char* name : {"process.rss_bytes", "tree.rss_bytes"}) {
+    if (r.tree_processes > 0) {
+      out += ", " + std::to_string(r.tree_processes) + " process(es) in the launcher's tree";
+    }
+    for (const char* name : {"process.rss_bytes", "launcher.tree_rss_bytes"}) {
       if (const auto it = r.peak_bytes.find(name); it != r.peak_bytes.end())
         out += ", peak " + std::string(name) + " " + format_bytes(it->second);
     }

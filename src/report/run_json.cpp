@@ -133,7 +133,7 @@ json distributed_json(const DistributedInfo& d) {
   return {{"role", d.role},           {"rank", d.rank},
           {"world_size", d.world_size}, {"local_rank", d.local_rank},
           {"node_rank", d.node_rank},   {"group", d.group},
-          {"group_source", d.group_source}};
+          {"group_source", d.group_source}, {"pid", d.pid}};
 }
 
 // --- reading ------------------------------------------------------------------------------
@@ -239,6 +239,9 @@ DistributedInfo read_distributed(const json& j, const std::string& path) {
   }
   d.group = get_string(j, "group", path);
   d.group_source = get_string(j, "group_source", path);
+  const std::int64_t pid = get_int(j, "pid", path, 0);
+  if (pid < 0 || pid > 1'000'000'000) invalid(path + ".pid", "out of range: " + std::to_string(pid));
+  d.pid = static_cast<int>(pid);
   return d;
 }
 

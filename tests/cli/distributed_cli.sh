@@ -42,6 +42,10 @@ assert [r["rank"] for r in merged["ranks"]] == [0, 1]
 assert merged["launcher"]["id"] == launcher["id"]
 assert [s["path"] for s in merged["steps"]][:2] == ["load weights (64 MiB kept)", "spike (16 MiB, freed at once)"]
 assert merged["ranks"][0]["peak_bytes"]["process.rss_bytes"] > 64 << 20, merged["ranks"][0]
+# each rank's own process, picked out of the launcher's process tree by its pid
+for r in merged["ranks"]:
+    assert r["tree_processes"] == 1, r
+    assert r["peak_bytes"]["launcher.tree_rss_bytes"] > 64 << 20, r
 PY
 
 # 2. Rank 1 made slower in its sampling step (its iterations twice as long), then merged.

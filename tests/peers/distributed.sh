@@ -73,6 +73,10 @@ check(len(procs) >= 3, f"the launcher's process tree holds torchrun and the rank
 
 m = json.load(open("merged.json"))
 check([x["rank"] for x in m["ranks"]] == [0, 1] and m["launcher"] is not None, "merged: ranks 0, 1 and the launcher")
+for x in m["ranks"]:
+    check(x["tree_processes"] >= 1 and x["peak_bytes"].get("launcher.tree_rss_bytes", 0) > 0,
+          f"rank {x['rank']}'s own processes found in the launcher's tree: {x['tree_processes']}, "
+          f"{x['peak_bytes'].get('launcher.tree_rss_bytes', 0) / 2**20:.0f} MiB")
 check(m["alignment"].startswith("barrier: barrier"), f"clocks aligned on the barrier step: {m['alignment']}")
 sampling = [s for s in m["steps"] if s["kind"] == "sampling"]
 check(len(sampling) == 1, f"one sampling step matched across the ranks: {[s['path'] for s in sampling]}")

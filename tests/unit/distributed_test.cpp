@@ -2,6 +2,7 @@
 // object, merge_runs() (alignment, spread, stragglers, refusals), the merged document and the
 // rank traces (include/genscope/distributed.hpp, merge.hpp; docs/distributed.md).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -121,6 +122,7 @@ TEST(DistributedRun, MonitorReadsTheEnvironmentAndTheDocumentKeepsIt) {
   EXPECT_EQ(back.distributed->world_size, 2);
   EXPECT_EQ(back.distributed->local_rank, 1);
   EXPECT_EQ(back.distributed->group_source, "torchelastic");
+  EXPECT_EQ(back.distributed->pid, static_cast<int>(::getpid()));
   // A malformed rank is a monitoring error, never an exception, and marks nothing.
   ::setenv("RANK", "x", 1);
   ::setenv("WORLD_SIZE", "2", 1);
@@ -312,8 +314,26 @@ TEST(Merge, LauncherRun) {
   d.role = "launcher";
   d.group = "g1";
   launcher.distributed = d;
-  const MergedRun m = merge_runs({rank_run(0), launcher, rank_run(1)});
+  // Its process tree: torchrun (100) started rank 0 (101, which started a worker 103) and
+  // rank 1 (102); a malformed entry and a cycle (104 <-> 105) are left alone.
+  launcher.attachments.push_back(
+      {"process_tree", "", json::parse(R"({"processes": [
+        {"pid": 100, "ppid": 1, "lifetime_peak_bytes": 10},
+        {"pid": 101, "ppid": 100, "lifetime_peak_bytes": 1000},
+        {"pid": 102, "ppid": 100, "lifetime_peak_bytes": 2000},
+        {"pid": 103, "ppid": 101, "lifetime_peak_bytes": 50},
+        {"pid": "x", "ppid": 101},
+        {"pid": 104, "ppid": 105}, {"pid": 105, "ppid": 104}]})")});
+  genscope::Run r0 = rank_run(0), r1 = rank_run(1);
+  r0.distributed->pid = 101;
+  r1.distributed->pid = 102;
+  const MergedRun m = merge_runs({r0, launcher, r1});
   ASSERT_TRUE(m.launcher);
+  EXPECT_EQ(m.ranks[0].tree_processes, 2);
+  EXPECT_DOUBLE_EQ(m.ranks[0].peak_bytes.at("launcher.tree_rss_bytes"), 1050.0);
+  EXPECT_EQ(m.ranks[1].tree_processes, 1);
+  EXPECT_DOUBLE_EQ(m.ranks[1].peak_bytes.at("launcher.tree_rss_bytes"), 2000.0);
+  EXPECT_EQ(merge_runs({rank_run(0), rank_run(1)}).ranks[0].tree_processes, 0);  // no launcher
   EXPECT_EQ(m.ranks.size(), 2u);
   EXPECT_EQ(m.ranks[0].offset_ns, 2'000'000'000);  // the launcher started first
   launcher.distributed->group = "g9";
