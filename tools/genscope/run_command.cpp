@@ -110,7 +110,8 @@ void merge_rank_runs(const std::filesystem::path& dir, const std::string& out_di
       DistributedInfo info;
       info.role = "launcher";
       info.world_size = runs.front().distributed ? runs.front().distributed->world_size : 0;
-      info.group = std::getenv(kDistributedGroupVariable);
+      const char* group = std::getenv(kDistributedGroupVariable);  // set by prepare_rank_runs()
+      info.group = group != nullptr ? group : "";
       info.group_source = "genscope";
       run.distributed = info;
       write_run_file(run, launcher);
