@@ -6,10 +6,19 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "genscope/run.hpp"
 
 namespace genscope {
+
+/// A section rendered elsewhere (e.g. a merged generation's ranks, merge.hpp) and placed
+/// first in the page, with its own entry in the page's navigation.
+struct HtmlSection {
+  std::string id;     ///< Element id (letters, digits, '-').
+  std::string title;  ///< Heading (plain text).
+  std::string html;   ///< Inner HTML, already escaped.
+};
 
 /// Options of the HTML report.
 struct HtmlReportOptions {
@@ -18,6 +27,8 @@ struct HtmlReportOptions {
   /// Spans of x per chart: a series with more points keeps the rows of the minimum and the
   /// maximum of each span (about one span per pixel column), so spikes stay visible.
   std::size_t chart_spans = 1500;
+  /// Sections placed before the timeline.
+  std::vector<HtmlSection> lead_sections;
 };
 
 /// Renders the report of one or more runs: memory timeline (steps as shaded bands, peaks

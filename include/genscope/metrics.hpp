@@ -55,8 +55,9 @@ struct PushOptions {
 /// http(s)://HOST[:PORT][/PATH-PREFIX] (no user info, query or fragment).
 void check_pushgateway_url(std::string_view gateway_url);
 
-/// PUTs render_metrics(run) to `<gateway_url>/metrics/job/<job>/instance/<instance>`
-/// (replacing that group). Throws genscope::Error "InvalidPushgatewayUrl" for a malformed URL
+/// PUTs render_metrics(run) to `<gateway_url>/metrics/job/<job>/instance/<instance>`, plus
+/// `/rank/<rank>` for a rank's run of a distributed job (replacing that group: the ranks of
+/// one host keep their own series; docs/distributed.md). Throws genscope::Error "InvalidPushgatewayUrl" for a malformed URL
 /// and "PushFailed" when the gateway cannot be reached or does not answer 2xx.
 void push_run_metrics(const Run& run, std::string_view gateway_url, const PushOptions& options = {});
 

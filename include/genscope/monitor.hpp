@@ -93,6 +93,9 @@ struct RunOptions {
   PipelineInfo pipeline;
   std::map<std::string, std::string> labels;
   TensorDumpOptions dumps;  ///< Tensor dumps (off by default).
+  /// The run's place in a distributed job; nullopt = read from the environment
+  /// (distributed_from_environment(); a malformed RANK/WORLD_SIZE is a monitoring error).
+  std::optional<DistributedInfo> distributed;
   /// When the run began (Step::now_ns() clock); 0 = now. A watched program's run begins
   /// when its first line was read, not when genscope got to it.
   std::int64_t start_steady_ns = 0;
@@ -151,6 +154,8 @@ class ActiveRun {
   bool attach_to_step(int step_id, Attachment attachment) noexcept;
   /// Sets a run label.
   void label(std::string_view key, std::string_view value) noexcept;
+  /// Sets the run's place in a distributed job (e.g. read from an initialised process group).
+  void set_distributed(DistributedInfo info) noexcept;
   /// The run recorded so far (open steps have status "running").
   Run snapshot() const;
   /// Ends the run and returns it; open steps are closed as "failed" with a note.

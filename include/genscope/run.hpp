@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "genscope/distributed.hpp"
 #include "genscope/metric.hpp"
 #include "genscope/step_kind.hpp"
 
@@ -185,6 +186,9 @@ struct Run {
   std::vector<GpuInfo> gpus;
   PipelineInfo pipeline;
   std::map<std::string, std::string> labels;
+  /// Rank, world size, local rank and group when the run belongs to a distributed job
+  /// (distributed.hpp); nullopt for a run of a single process.
+  std::optional<DistributedInfo> distributed;
   std::vector<std::string> probes;  ///< Probes that were opened successfully.
   std::vector<AbsentProbe> absent_probes;  ///< Probes with nothing to read on this machine.
   /// Notes on how figures were obtained (e.g. "VmHWM reset refused: peaks are sampled").

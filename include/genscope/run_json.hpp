@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -65,6 +66,11 @@ inline constexpr std::uintmax_t kMaxRunDocumentBytes = std::uintmax_t{256} << 20
 /// (ulimit -v, ulimit -d, its memory cgroup, the machine's memory), or running out of memory
 /// while parsing it; never an abort).
 Run read_run_file(const std::filesystem::path& path);
+/// Reads and parses a JSON document with read_run_file()'s limits and errors ("ReadFailed",
+/// "InvalidJson", "RunDocumentTooLarge") and hands it to `use` (which may throw its own),
+/// e.g. for a merged document (merge.hpp).
+void read_json_document(const std::filesystem::path& path,
+                        const std::function<void(const nlohmann::json&)>& use);
 
 /// Writes `content` to `path` atomically: temporary file in the same folder, fsync, rename.
 /// Throws genscope::Error("WriteFailed").

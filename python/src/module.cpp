@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "genscope/distributed.hpp"
 #include "genscope/error.hpp"
 #include "genscope/html_report.hpp"
 #include "genscope/metrics.hpp"
@@ -216,6 +217,25 @@ PYBIND11_MODULE(_genscope, m) {
       py::arg("doc_or_run"), py::arg("title") = "",
       "Renders the self-contained HTML report of a run document (dict) or Run, or of a list "
       "of them; `title` empty: 'genscope report: <pipeline name>'.");
+  m.def(
+      "distributed_from_environment",
+      []() -> py::object {
+        std::string problem;
+        const std::optional<genscope::DistributedInfo> d = genscope::distributed_from_environment(&problem);
+        if (!d) return py::none();
+        py::dict out;
+        out["role"] = d->role;
+        out["rank"] = d->rank;
+        out["world_size"] = d->world_size;
+        out["local_rank"] = d->local_rank;
+        out["node_rank"] = d->node_rank;
+        out["group"] = d->group;
+        out["group_source"] = d->group_source;
+        return std::move(out);
+      },
+      "The distributed identity this process's environment gives (RANK, WORLD_SIZE, "
+      "LOCAL_RANK, GROUP_RANK, TORCHELASTIC_RUN_ID, MASTER_ADDR, MASTER_PORT, "
+      "GENSCOPE_DISTRIBUTED_GROUP) as the run document's 'distributed' dict; None when none.");
   m.def(
       "render_metrics",
       [](py::handle doc_or_run, bool openmetrics) {

@@ -328,6 +328,27 @@ void register_monitor(py::module_& m) {
           },
           py::arg("key"), py::arg("value"), "Sets a run label.")
       .def(
+          "set_distributed",
+          [](PyRun& self, int rank, int world_size, int local_rank, int node_rank,
+             const std::string& group, const std::string& group_source) {
+            if (world_size < 1 || rank < 0 || rank >= world_size) {
+              throw Error("InvalidArgument", "rank " + std::to_string(rank) + " is not in [0, world_size " +
+                                                 std::to_string(world_size) + ")");
+            }
+            DistributedInfo info;
+            info.rank = rank;
+            info.world_size = world_size;
+            info.local_rank = local_rank;
+            info.node_rank = node_rank;
+            info.group = group;
+            info.group_source = group_source;
+            self.active().set_distributed(std::move(info));
+          },
+          py::arg("rank"), py::arg("world_size"), py::kw_only(), py::arg("local_rank") = -1,
+          py::arg("node_rank") = -1, py::arg("group") = "", py::arg("group_source") = "",
+          "Sets the run's place in a distributed job (genscope.torch does it from an initialised "
+          "torch.distributed process group).")
+      .def(
           "add_note", [](PyRun& self, const std::string& note) { self.active().add_note(note); },
           py::arg("note"), "Adds a note on how figures were obtained.")
       .def(

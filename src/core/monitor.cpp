@@ -1,6 +1,8 @@
 // Monitor and ActiveRun: probe ownership, run lifecycle and step opening.
 #include "genscope/monitor.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -172,6 +174,12 @@ ActiveRun Monitor::start_run(RunOptions options) {
   r.gpus = std::move(gpus);
   r.pipeline = std::move(options.pipeline);
   r.labels = std::move(options.labels);
+  std::string distributed_problem;
+  r.distributed = options.distributed ? std::move(options.distributed)
+                                      : distributed_from_environment(&distributed_problem);
+  if (r.distributed && r.distributed->pid == 0) r.distributed->pid = static_cast<int>(::getpid());
+  if (!distributed_problem.empty())
+    open_errors.emplace_back("distributed", distributed_problem + "; the run is not marked as a rank");
   run->dumps = std::move(options.dumps);
   r.probes = std::move(opened);
   r.absent_probes = std::move(absent);
@@ -272,6 +280,16 @@ void ActiveRun::label(std::string_view key, std::string_view value) noexcept {
   try {
     std::lock_guard lock(state_->mutex);
     state_->run.labels[std::string(key)] = std::string(value);
+  } catch (...) {
+  }
+}
+
+void ActiveRun::set_distributed(DistributedInfo info) noexcept {
+  if (state_ == nullptr) return;
+  try {
+    std::lock_guard lock(state_->mutex);
+    if (info.pid == 0) info.pid = static_cast<int>(::getpid());
+    state_->run.distributed = std::move(info);
   } catch (...) {
   }
 }

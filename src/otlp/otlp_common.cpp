@@ -68,12 +68,19 @@ void attribute_double(ProtobufWriter& w, std::uint32_t field, std::string_view k
 
 namespace {
 
-// The one place where a run's distributed identity becomes resource attributes. The run
-// document of this branch carries no rank fields yet; when it does (issue 28, "Ranks"), write
-// them here: genscope.rank, genscope.world_size, genscope.local_rank, genscope.group.
-// Meanwhile a run labelled "rank" / "world_size" / "local_rank" (e.g. by a torchrun job's
-// --label) already reaches the collector as genscope.label.<key>.
-void rank_attributes(ProtobufWriter& /*w*/, std::uint32_t /*field*/, const Run& /*run*/) {}
+// The one place where a run's distributed identity (Run::distributed, distributed.hpp) becomes
+// resource attributes, so that a collector tells the ranks of one generation apart.
+void rank_attributes(ProtobufWriter& w, std::uint32_t field, const Run& run) {
+  if (!run.distributed) return;
+  const DistributedInfo& d = *run.distributed;
+  attribute(w, field, "genscope.distributed.role", d.role);
+  if (d.rank >= 0) attribute_int(w, field, "genscope.rank", d.rank);
+  if (d.world_size > 0) attribute_int(w, field, "genscope.world_size", d.world_size);
+  if (d.local_rank >= 0) attribute_int(w, field, "genscope.local_rank", d.local_rank);
+  if (d.node_rank >= 0) attribute_int(w, field, "genscope.node_rank", d.node_rank);
+  if (!d.group.empty()) attribute(w, field, "genscope.group", d.group);
+  if (d.pid > 0) attribute_int(w, field, "process.pid", d.pid);
+}
 
 }  // namespace
 

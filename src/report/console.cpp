@@ -168,6 +168,7 @@ void render_header(std::string& out, const Run& run, const ConsoleStyle& s) {
   out += "Host: " + run.host.hostname + ", " + run.host.cpu_model + ", " +
          std::to_string(run.host.cpu_cores) + " cores, " + format_bytes(run.host.ram_bytes) +
          " RAM\n";
+  if (run.distributed) out += "Distributed: " + describe(*run.distributed) + "\n";
   render_probes(out, run, s);
   if (!run.labels.empty()) {
     out += "Labels:";

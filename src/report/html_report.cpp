@@ -216,6 +216,7 @@ void run_metadata(std::string& out, const Run& run, std::size_t r, std::size_t r
           (run.pipeline.architecture.empty() ? "" : " (" + esc(run.pipeline.architecture) + ")"));
   meta_row(out, "parameters", pairs(run.pipeline.parameters));
   meta_row(out, "labels", pairs(run.labels));
+  if (run.distributed) meta_row(out, "distributed", esc(describe(*run.distributed)));
   meta_row(out, "host",
            esc(run.host.hostname) + ", " + esc(run.host.cpu_model) + ", " +
                std::to_string(run.host.cpu_cores) + " cores, " +
@@ -257,8 +258,9 @@ std::string uplot_banner() {
   return "uPlot " + std::string(js.substr(open + 3, close - open - 3));
 }
 
-void section(std::string& out, const char* id, const char* title, const std::string& body) {
-  out += std::string("<section id=\"") + id + "\"><h2>" + title + "</h2>" + body + "</section>\n";
+void section(std::string& out, const std::string& id, const std::string& title,
+             const std::string& body) {
+  out += std::string("<section id=\"") + esc(id) + "\"><h2>" + title + "</h2>" + body + "</section>\n";
 }
 
 void charts_of(std::string& body, const detail::HtmlChartData& charts, const char* where) {
@@ -317,7 +319,11 @@ std::string render_html_report(std::span<const Run> runs, const HtmlReportOption
   const std::string validation = detail::html_validation_section(runs);
   const std::string others = detail::html_other_attachments(runs);
 
-  out += "<nav><a href=\"#timeline\">timeline</a><a href=\"#steps\">steps</a>";
+  out += "<nav>";
+  for (const HtmlSection& lead : options.lead_sections) {
+    out += "<a href=\"#" + esc(lead.id) + "\">" + esc(lead.title) + "</a>";
+  }
+  out += "<a href=\"#timeline\">timeline</a><a href=\"#steps\">steps</a>";
   if (!iterations.empty()) out += "<a href=\"#iterations\">iterations</a>";
   if (!tensors.empty()) out += "<a href=\"#tensors\">tensors</a>";
   if (!lora.empty()) out += "<a href=\"#lora\">LoRA</a>";
@@ -325,6 +331,7 @@ std::string render_html_report(std::span<const Run> runs, const HtmlReportOption
   out += "<a href=\"#run\">run and host</a>";
   if (!others.empty()) out += "<a href=\"#attachments\">other attachments</a>";
   out += "</nav>\n<main>\n";
+  for (const HtmlSection& lead : options.lead_sections) section(out, lead.id, esc(lead.title), lead.html);
   section(out, "timeline", "Timeline", timeline);
   section(out, "steps", "Steps", steps);
   if (!iterations.empty()) section(out, "iterations", "Iterations", iterations);

@@ -253,6 +253,8 @@ void MetricsModel::run_started(const Run& run) {
   start_unix_ns_ = run.start_unix_ns;
   duration_ns_ = 0;
   pipeline_ = run.pipeline;
+  distributed_ = run.distributed;
+  host_ = run.host.hostname;
   gpus_ = run.gpus;
   columns_.clear();
   for (std::size_t i = 0; i < run.series.metrics.size(); ++i) {
@@ -387,12 +389,18 @@ std::vector<MetricFamily> MetricsModel::families(std::int64_t now_unix_ns) const
   out.add("genscope_build_info", kGauge, "", "Always 1; the genscope version as a label.",
           {{"version", version()}}, 1);
   if (has_run_) {
+    LabelSet info{{"pipeline", pipeline_.name},
+                  {"model", pipeline_.model},
+                  {"architecture", pipeline_.architecture}};
+    if (distributed_ && distributed_->role == "rank") {  // a fleet's ranks (docs/distributed.md)
+      info.insert(info.end(), {{"host", host_},
+                               {"rank", std::to_string(distributed_->rank)},
+                               {"world_size", std::to_string(distributed_->world_size)},
+                               {"group", distributed_->group}});
+    }
     out.add("genscope_run_info", kGauge, "",
             "Always 1; what the current (or last) run runs, as labels.",
-            {{"pipeline", pipeline_.name},
-             {"model", pipeline_.model},
-             {"architecture", pipeline_.architecture}},
-            1);
+            std::move(info), 1);
     out.add("genscope_run_active", kGauge, "", "1 while a run is in progress, else 0.", {},
             active_ ? 1 : 0);
     out.add("genscope_run_start_time_seconds", kGauge, "seconds",

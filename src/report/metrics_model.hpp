@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -91,6 +92,8 @@ class MetricsModel {
   std::int64_t start_unix_ns_ = 0;
   std::int64_t duration_ns_ = 0;
   PipelineInfo pipeline_;
+  std::optional<DistributedInfo> distributed_;  // a rank's run: rank labels on run_info
+  std::string host_;
   std::vector<GpuInfo> gpus_;
   std::vector<ColumnMetric> columns_;
   std::vector<double> values_;  ///< Last sampled value per column.

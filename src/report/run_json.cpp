@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 
 #include "genscope/error.hpp"
 #include "report/json_dom.hpp"
@@ -128,6 +129,13 @@ json series_json(const TimeSeries& t) {
   return j;
 }
 
+json distributed_json(const DistributedInfo& d) {
+  return {{"role", d.role},           {"rank", d.rank},
+          {"world_size", d.world_size}, {"local_rank", d.local_rank},
+          {"node_rank", d.node_rank},   {"group", d.group},
+          {"group_source", d.group_source}, {"pid", d.pid}};
+}
+
 // --- reading ------------------------------------------------------------------------------
 
 [[noreturn]] void invalid(const std::string& path, const std::string& what) {
@@ -208,6 +216,33 @@ std::vector<Attachment> read_attachments(const json& j, const std::string& path)
     out.push_back(std::move(a));
   }
   return out;
+}
+
+DistributedInfo read_distributed(const json& j, const std::string& path) {
+  if (!j.is_object()) invalid(path, "expected an object");
+  DistributedInfo d;
+  d.role = get_string(j, "role", path);
+  if (d.role.empty()) d.role = "rank";
+  if (d.role != "rank" && d.role != "launcher") invalid(path + ".role", "expected 'rank' or 'launcher', not '" + d.role + "'");
+  const auto small = [&](const char* key, std::int64_t def) {
+    const std::int64_t v = get_int(j, key, path, def);
+    if (v < -1 || v > 1'000'000'000) invalid(path + "." + key, "out of range: " + std::to_string(v));
+    return static_cast<int>(v);
+  };
+  d.rank = small("rank", -1);
+  d.world_size = small("world_size", 0);
+  d.local_rank = small("local_rank", -1);
+  d.node_rank = small("node_rank", -1);
+  if (d.role == "rank" && (d.rank < 0 || (d.world_size > 0 && d.rank >= d.world_size))) {
+    invalid(path + ".rank", "rank " + std::to_string(d.rank) + " is not in [0, world_size " +
+                                std::to_string(d.world_size) + ")");
+  }
+  d.group = get_string(j, "group", path);
+  d.group_source = get_string(j, "group_source", path);
+  const std::int64_t pid = get_int(j, "pid", path, 0);
+  if (pid < 0 || pid > 1'000'000'000) invalid(path + ".pid", "out of range: " + std::to_string(pid));
+  d.pid = static_cast<int>(pid);
+  return d;
 }
 
 StepStatus parse_status(const std::string& s, const std::string& path) {
@@ -357,6 +392,7 @@ json to_json(const Run& run) {
                    {"architecture", run.pipeline.architecture},
                    {"parameters", run.pipeline.parameters}};
   j["labels"] = run.labels;
+  if (run.distributed) j["distributed"] = distributed_json(*run.distributed);
   j["probes"] = run.probes;
   json absent = json::array();
   for (const AbsentProbe& a : run.absent_probes) {
@@ -424,6 +460,10 @@ Run run_from_json(const json& j) {
     run.pipeline.parameters = get_string_map(*p, "parameters", "$.pipeline");
   }
   run.labels = get_string_map(j, "labels", "$");
+  // Documents written before the field existed, and runs of one process, have none.
+  if (const json* d = member(j, "distributed"); d != nullptr && !d->is_null()) {
+    run.distributed = read_distributed(*d, "$.distributed");
+  }
   for (const json& v : get_array(j, "probes", "$")) {
     if (v.is_string()) run.probes.push_back(v.get<std::string>());
   }
@@ -478,6 +518,13 @@ namespace {
 }  // namespace
 
 Run read_run_file(const std::filesystem::path& path) {
+  Run run;
+  read_json_document(path, [&run](const json& document) { run = run_from_json(document); });
+  return run;
+}
+
+void read_json_document(const std::filesystem::path& path,
+                        const std::function<void(const nlohmann::json&)>& use) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("ReadFailed", "cannot open run document " + path.string());
   // Bounded memory: the parsed document takes more than its text (1.5 to 5 times), so a file
@@ -524,7 +571,7 @@ Run read_run_file(const std::filesystem::path& path) {
         throw Error("InvalidJson", path.string() + " is not valid JSON (" + error + ")");
       }
     }
-    return run_from_json(dom.value);
+    use(dom.value);
   } catch (const std::bad_alloc&) {
     too_large(path, "not enough memory to read this run document" +
                         (ec ? std::string() : " (" + std::to_string(size >> 20) + " MiB)"));

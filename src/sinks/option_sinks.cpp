@@ -1,16 +1,18 @@
 // The sinks a Monitor's options and environment ask for: the text log, the history recorder,
 // the metrics endpoint, the Pushgateway, the OTLP export, and the event channel to a parent
-// `genscope run` (GENSCOPE_EVENTS_FD).
+// `genscope run` (GENSCOPE_EVENTS_FD), or a rank's own run documents (GENSCOPE_RANK_RUN_DIR).
 #include "core/option_sinks.hpp"
 
 #include <cstdlib>
 
+#include "genscope/distributed.hpp"
 #include "genscope/metrics.hpp"
 #include "sinks/event_channel_sink.hpp"
 #include "sinks/history_sink.hpp"
 #include "sinks/log_file_sink.hpp"
 #include "sinks/otlp_sink.hpp"
 #include "sinks/pushgateway_sink.hpp"
+#include "sinks/rank_run_sink.hpp"
 
 namespace genscope::detail {
 
@@ -32,7 +34,18 @@ std::vector<std::shared_ptr<Sink>> make_option_sinks(const MonitorOptions& optio
   if (options.otlp.enabled || !options.otlp.endpoint.empty()) {
     sinks.push_back(std::make_shared<OtlpSink>(options.otlp));
   }
-  if (auto events = make_event_channel_sink_from_env()) sinks.push_back(std::move(events));
+  // A rank under `genscope run --out DIR -- torchrun ...` writes its own run documents to
+  // DIR/ranks instead of forwarding its steps into the launcher's run, so each rank's run
+  // stays its own (docs/distributed.md).
+  const char* rank_dir = std::getenv(kRankRunDirVariable);
+  const std::optional<DistributedInfo> distributed = distributed_from_environment();
+  // (A rank known only from its process group, genscope.torch.mark_distributed(), is written
+  // there too, and forwards as well.)
+  const bool rank_runs = rank_dir != nullptr && *rank_dir != '\0';
+  if (rank_runs) sinks.push_back(std::make_shared<RankRunSink>(rank_dir));
+  if (!(rank_runs && distributed)) {
+    if (auto events = make_event_channel_sink_from_env()) sinks.push_back(std::move(events));
+  }
   return sinks;
 }
 

@@ -27,12 +27,13 @@ double number(const json& v) {
   return 0;
 }
 
-// The point's labels without the grouping key (the gateway adds job and instance to each).
+// The point's labels without the grouping key (the gateway adds job, instance and, for a
+// rank's run, rank to each).
 LabelSet own_labels(const json& labels) {
   LabelSet out;
   if (!labels.is_object()) return out;
   for (const auto& [k, v] : labels.items()) {
-    if (k == "job" || k == "instance" || !v.is_string()) continue;
+    if (k == "job" || k == "instance" || k == "rank" || !v.is_string()) continue;
     out.emplace_back(k, v.get<std::string>());
   }
   std::sort(out.begin(), out.end());
@@ -95,7 +96,7 @@ void add_histogram(MetricFamily& f, const json& metrics) {
 }  // namespace
 
 void add_pushed_totals(std::vector<MetricFamily>& families, const json& api_answer,
-                       std::string_view job, std::string_view instance) {
+                       std::string_view job, std::string_view instance, std::string_view rank) {
   if (!api_answer.is_object() || !api_answer.contains("data") || !api_answer["data"].is_array()) {
     return;
   }
@@ -103,7 +104,7 @@ void add_pushed_totals(std::vector<MetricFamily>& families, const json& api_answ
     if (!group.is_object()) continue;
     const json key = group.value("labels", json::object());
     if (!key.is_object() || key.value("job", "") != job || key.value("instance", "") != instance ||
-        key.size() != 2) {
+        key.value("rank", "") != rank || key.size() != (rank.empty() ? 2u : 3u)) {
       continue;
     }
     for (MetricFamily& f : families) {

@@ -16,11 +16,12 @@
 namespace genscope::detail {
 
 /// Adds to the counter and histogram points of `families` the values the group (job,
-/// instance) holds in `api_answer`, a Pushgateway's GET /api/v1/metrics answer; series of the
+/// instance, and rank when not empty: a rank's run, docs/distributed.md) holds in `api_answer`, a Pushgateway's GET /api/v1/metrics answer; series of the
 /// group that this run lacks (another status, kind, ...) are added with their old values.
 /// Anything unreadable in the answer is ignored (the counters then restart, which
 /// Prometheus's increase() reads as a reset).
 void add_pushed_totals(std::vector<MetricFamily>& families, const nlohmann::json& api_answer,
-                       std::string_view job, std::string_view instance);
+                       std::string_view job, std::string_view instance,
+                       std::string_view rank = {});
 
 }  // namespace genscope::detail

@@ -59,8 +59,10 @@ std::string base64url(std::string_view bytes) {
   return out;
 }
 
-std::string pushgateway_group_path(std::string_view job, std::string_view instance) {
-  return "/metrics" + group_segment("job", job) + group_segment("instance", instance);
+std::string pushgateway_group_path(std::string_view job, std::string_view instance,
+                                   std::string_view rank) {
+  return "/metrics" + group_segment("job", job) + group_segment("instance", instance) +
+         (rank.empty() ? std::string() : group_segment("rank", rank));
 }
 
 void PushgatewaySink::run_finished(const Run& run) { push_run_metrics(run, url_); }
@@ -76,7 +78,11 @@ void check_pushgateway_url(std::string_view gateway_url) {
 void push_run_metrics(const Run& run, std::string_view gateway_url, const PushOptions& options) {
   const detail::HttpUrl url = detail::parse_gateway_url(gateway_url);
   const std::string instance = options.instance.empty() ? run.host.hostname : options.instance;
-  const std::string path = url.prefix + detail::pushgateway_group_path(options.job, instance);
+  // A rank's run has its own group: ranks on one host never replace each other's series.
+  const std::string rank = run.distributed && run.distributed->role == "rank"
+                               ? std::to_string(run.distributed->rank)
+                               : std::string();
+  const std::string path = url.prefix + detail::pushgateway_group_path(options.job, instance, rank);
 
   httplib::Client client(url.origin);
   if (!client.is_valid()) {
@@ -94,7 +100,7 @@ void push_run_metrics(const Run& run, std::string_view gateway_url, const PushOp
   if (const httplib::Result current = client.Get(url.prefix + "/api/v1/metrics");
       current && current->status == 200) {
     const nlohmann::json answer = nlohmann::json::parse(current->body, nullptr, false);
-    if (!answer.is_discarded()) detail::add_pushed_totals(families, answer, options.job, instance);
+    if (!answer.is_discarded()) detail::add_pushed_totals(families, answer, options.job, instance, rank);
   }
   const std::string body = detail::write_exposition(families, MetricsFormat::kPrometheusText);
   const httplib::Result res =

@@ -24,7 +24,8 @@ class PushgatewaySink final : public Sink {
 /// The Pushgateway path of a grouping key: "/metrics/job/<job>/instance/<instance>", each
 /// value that is empty or not URL-safe written as "<label>@base64/<base64url>"
 /// (prometheus/pushgateway README.md, "URL").
-std::string pushgateway_group_path(std::string_view job, std::string_view instance);
+std::string pushgateway_group_path(std::string_view job, std::string_view instance,
+                                   std::string_view rank = {});
 
 /// RFC 4648 §5 base64url without padding ("=" for the empty string, as the Pushgateway asks).
 std::string base64url(std::string_view bytes);

@@ -631,6 +631,41 @@ TEST(Pushgateway, GroupingKeyPaths) {
   EXPECT_EQ(detail::pushgateway_group_path("genscope", ""), "/metrics/job/genscope/instance@base64/=");
   EXPECT_EQ(detail::pushgateway_group_path("a/b", "x y"),
             "/metrics/job@base64/YS9i/instance@base64/eCB5");
+  // A rank's run: its own group on its host (docs/distributed.md).
+  EXPECT_EQ(detail::pushgateway_group_path("genscope", "node-1", "3"),
+            "/metrics/job/genscope/instance/node-1/rank/3");
+}
+
+// The ranks of one host: each rank's group keeps its own totals, and a rank's labels are on
+// genscope_run_info.
+TEST(Pushgateway, RanksKeepTheirOwnGroups) {
+  genscope::Run run = rich_run();
+  genscope::DistributedInfo d;
+  d.rank = 1;
+  d.world_size = 2;
+  d.group = "job-7";
+  run.distributed = d;
+  run.host.hostname = "w1";
+  const nlohmann::json answer = nlohmann::json::parse(R"({"status": "success", "data": [
+    {"labels": {"job": "genscope", "instance": "w1", "rank": "0"},
+     "genscope_runs_total": {"type": "COUNTER", "metrics": [
+       {"labels": {"job": "genscope", "instance": "w1", "rank": "0", "status": "failed"}, "value": "40"}]}},
+    {"labels": {"job": "genscope", "instance": "w1"},
+     "genscope_runs_total": {"type": "COUNTER", "metrics": [
+       {"labels": {"job": "genscope", "instance": "w1", "status": "failed"}, "value": "30"}]}},
+    {"labels": {"job": "genscope", "instance": "w1", "rank": "1"},
+     "genscope_runs_total": {"type": "COUNTER", "metrics": [
+       {"labels": {"job": "genscope", "instance": "w1", "rank": "1", "status": "failed"}, "value": "2"}]}}]})");
+  std::vector<detail::MetricFamily> families =
+      detail::MetricsModel::from_run(run).families(run.start_unix_ns);
+  detail::add_pushed_totals(families, answer, "genscope", "w1", "1");
+  const std::string text = detail::write_exposition(families, MetricsFormat::kPrometheusText);
+  EXPECT_NE(text.find("\ngenscope_runs_total{status=\"failed\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("genscope_run_info{pipeline=\"t2i\",model=\"sd\\\"15\\\"\",architecture=\"UNet\",host=\"w1\","
+                      "rank=\"1\",world_size=\"2\",group=\"job-7\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(fuzz::check_exposition(text, false), "") << text;
 }
 
 TEST(Pushgateway, UnreachableGatewayIsPushFailed) {

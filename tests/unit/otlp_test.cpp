@@ -212,6 +212,28 @@ TEST(OtlpTraces, OneSpanPerStepNestedUnderTheRunsRootSpan) {
   EXPECT_EQ(attributes.at("genscope.iterations.count"), "3");
 }
 
+TEST(OtlpTraces, ARanksRunCarriesItsDistributedIdentity) {
+  genscope::Run run = nested_run();
+  auto resource_of = [](const genscope::Run& r) {
+    const auto request = decode(genscope::encode_otlp_traces(r));
+    return string_attributes(decode(first(decode(first(request, 1)->bytes), 1)->bytes), 1);
+  };
+  EXPECT_EQ(resource_of(run).count("genscope.rank"), 0u);  // one process: no rank
+  genscope::DistributedInfo d;
+  d.rank = 1;
+  d.world_size = 2;
+  d.local_rank = 1;
+  d.group = "job-42";
+  run.distributed = d;
+  const auto resource = resource_of(run);
+  EXPECT_EQ(resource.at("genscope.distributed.role"), "rank");
+  EXPECT_EQ(resource.at("genscope.rank"), "1");
+  EXPECT_EQ(resource.at("genscope.world_size"), "2");
+  EXPECT_EQ(resource.at("genscope.local_rank"), "1");
+  EXPECT_EQ(resource.at("genscope.group"), "job-42");
+  EXPECT_EQ(resource.count("genscope.node_rank"), 0u);  // unknown: left out
+}
+
 TEST(OtlpTraces, AnIdThatIsNotHexGetsAStableNonZeroTraceId) {
   genscope::Run run;
   run.id = "x";

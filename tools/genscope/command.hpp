@@ -40,6 +40,7 @@ inline constexpr const char* kDemoDescription =
 int exec_demo_program(char** argv);
 
 void register_report_command(CLI::App& app, CommandContext& context);
+void register_merge_command(CLI::App& app, CommandContext& context);
 void register_probe_command(CLI::App& app, CommandContext& context);
 /// `genscope compare A B`: per-step comparison of runs (files, history ids, label selectors).
 void register_compare_command(CLI::App& app, CommandContext& context);

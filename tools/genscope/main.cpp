@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   genscope::cli::CommandContext context;
   genscope::cli::register_report_command(app, context);
+  genscope::cli::register_merge_command(app, context);
   genscope::cli::register_probe_command(app, context);
   genscope::cli::register_tensor_command(app, context);
   genscope::cli::register_validate_command(app, context);

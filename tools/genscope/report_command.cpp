@@ -12,6 +12,7 @@
 #include "genscope/report.hpp"
 #include "genscope/run_json.hpp"
 #include "metrics_options.hpp"
+#include "merged_outputs.hpp"
 
 namespace genscope::cli {
 
@@ -26,13 +27,15 @@ void register_report_command(CLI::App& app, CommandContext& context) {
     bool openmetrics = false;
     std::string pushgateway;
     std::string otlp;
+    MergeCliOptions merge;
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "report",
       "Render saved runs: the console report, or HTML / Chrome trace / CSV / Prometheus exports");
   cmd->add_option("run", options->paths,
-                  "Run document(s) (run.json); several runs overlay in --html and --trace")
+                  "Run document(s) (run.json); several runs overlay in --html and --trace, "
+                  "except the ranks of one distributed generation (or a merged document), which are merged")
       ->required();
   cmd->add_flag("--plain", options->plain, "ASCII markers instead of emoji");
   cmd->add_flag("--series", options->series, "Also summarise the sampled time series");
@@ -46,15 +49,42 @@ void register_report_command(CLI::App& app, CommandContext& context) {
                   "Push the run's final figures to this Prometheus Pushgateway "
                   "(e.g. http://127.0.0.1:9091)");
   add_otlp_option(cmd, options->otlp);
+  add_merge_options(*cmd, options->merge);
   cmd->callback([options, &context] {
     const bool metrics = !options->metrics.empty() || !options->pushgateway.empty();
     if (metrics && options->paths.size() != 1) {
       throw Error("InvalidOption", "--metrics and --pushgateway take one run document");
     }
     if (!options->pushgateway.empty()) check_pushgateway_url(options->pushgateway);
-    const OtlpOptions otlp = options->otlp.empty() ? OtlpOptions{} : otlp_options(options->otlp);
-    std::vector<Run> runs;
-    for (const std::string& path : options->paths) runs.push_back(read_run_file(path));
+    SavedRuns saved = read_saved_runs(options->paths);
+    // --otlp: each run its own trace (a rank's carries its rank as resource attributes).
+    const auto export_otlp = [&options](const std::vector<Run>& runs) {
+      if (options->otlp.empty()) return;
+      const OtlpOptions otlp = otlp_options(options->otlp);
+      const std::string url = resolve_otlp_targets(otlp).traces_url;
+      for (const Run& run : runs) {
+        export_run_otlp(run, otlp);  // OtlpExportFailed after its retries
+        std::cerr << "genscope report: run " << run.id << " exported to " << url << " (trace "
+                  << otlp_trace_id_hex(run) << ")\n";
+      }
+    };
+    if (wants_merge(saved)) {  // the ranks of one distributed generation (docs/distributed.md)
+      if (metrics) throw Error("InvalidOption", "--metrics and --pushgateway take one run document, not merged ranks");
+      const double margin = parse_straggler_margin(options->merge.straggler_margin);
+      export_otlp(saved.runs);
+      const MergedRun merged = merge_runs(std::move(saved.runs), {.straggler_margin = margin});
+      if (options->exports.any() || !options->merge.trace_dir.empty()) {
+        write_merged_exports(merged, options->exports, options->merge, std::cout);
+      } else {
+        std::cout << render_merged_summary(merged, options->plain);
+      }
+      context.exit_code = 0;
+      return;
+    }
+    if (!options->merge.trace_dir.empty()) {
+      throw Error("InvalidOption", "--trace-dir takes the runs of one distributed generation");
+    }
+    std::vector<Run> runs = std::move(saved.runs);
     if (!options->metrics.empty()) {
       const std::string text = render_metrics(
           runs.front(),
@@ -71,14 +101,7 @@ void register_report_command(CLI::App& app, CommandContext& context) {
       push_run_metrics(runs.front(), options->pushgateway);
       std::cerr << "genscope report: metrics pushed to " << options->pushgateway << "\n";
     }
-    if (!options->otlp.empty()) {
-      const std::string url = resolve_otlp_targets(otlp).traces_url;
-      for (const Run& run : runs) {
-        export_run_otlp(run, otlp);  // OtlpExportFailed after its retries
-        std::cerr << "genscope report: run " << run.id << " exported to " << url << " (trace "
-                  << otlp_trace_id_hex(run) << ")\n";
-      }
-    }
+    export_otlp(runs);
     if (options->exports.any()) {
       write_exports(runs, options->exports, options->metrics == "-" ? std::cerr : std::cout);
     } else if (options->metrics.empty() && options->otlp.empty()) {

@@ -5,15 +5,22 @@
 // genscope's own options are wrong (before CMD starts). docs/run.md, docs/cli.md.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
 #include "command.hpp"
 #include "genscope/buffered_observer.hpp"
 #include "genscope/child_process.hpp"
+#include "genscope/distributed.hpp"
 #include "genscope/error.hpp"
+#include "genscope/merge.hpp"
+#include "genscope/report.hpp"
+#include "genscope/run_json.hpp"
 #include "genscope/memory_cgroup.hpp"
 #include "genscope/process_tree.hpp"
 #include "genscope/step.hpp"
@@ -54,6 +61,72 @@ std::string program_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// A distributed job under `genscope run` (docs/distributed.md): CMD and everything it starts
+// get the launch's group id, and with --out DIR the folder where ranks that use genscope
+// write their own runs (DIR/ranks/rank<R>.json). Set before any thread starts (setenv).
+std::filesystem::path prepare_rank_runs(const std::string& out_dir) {
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string group =
+      "genscope:" + std::string(host) + ":" + std::to_string(::getpid()) + ":" + std::to_string(now);
+  ::setenv(kDistributedGroupVariable, group.c_str(), 1);
+  if (out_dir.empty()) {
+    ::unsetenv(kRankRunDirVariable);
+    return {};
+  }
+  const std::filesystem::path dir = std::filesystem::absolute(std::filesystem::path(out_dir) / "ranks");
+  std::error_code ec;
+  // The ranks of an earlier run into the same --out folder are not this launch's.
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("rank", 0) == 0 && entry.path().extension() == ".json") std::filesystem::remove(entry.path(), ec);
+  }
+  ::setenv(kRankRunDirVariable, dir.c_str(), 1);
+  return dir;
+}
+
+// After CMD: the ranks' runs written to DIR/ranks merged with the launcher's run.json into
+// DIR/merged.json, and the spread printed. Problems are warnings: CMD's exit status stands.
+void merge_rank_runs(const std::filesystem::path& dir, const std::string& out_dir, bool plain) {
+  std::vector<std::filesystem::path> paths;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("rank", 0) == 0 && entry.path().extension() == ".json") paths.push_back(entry.path());
+  }
+  if (paths.empty()) return;
+  std::sort(paths.begin(), paths.end());
+  try {
+    std::vector<Run> runs;
+    for (const auto& p : paths) runs.push_back(read_run_file(p));
+    // The launcher's run (CMD's process tree: torchrun and the ranks' processes) is marked as
+    // the launcher of the ranks' group.
+    const std::filesystem::path launcher = std::filesystem::path(out_dir) / "run.json";
+    if (std::filesystem::exists(launcher, ec)) {
+      Run run = read_run_file(launcher);
+      DistributedInfo info;
+      info.role = "launcher";
+      info.world_size = runs.front().distributed ? runs.front().distributed->world_size : 0;
+      const char* group = std::getenv(kDistributedGroupVariable);  // set by prepare_rank_runs()
+      info.group = group != nullptr ? group : "";
+      info.group_source = "genscope";
+      run.distributed = info;
+      write_run_file(run, launcher);
+      runs.push_back(std::move(run));
+    }
+    const MergedRun merged = merge_runs(std::move(runs));
+    const std::filesystem::path out = std::filesystem::path(out_dir) / "merged.json";
+    write_file_atomic(out, to_json(merged).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    std::cerr << render_merged_summary(merged, plain) << "merged document: " << out.string() << "\n";
+  } catch (const Error& e) {
+    std::cerr << "genscope: warning: the " << paths.size() << " rank runs in " << dir.string()
+              << " were not merged: [" << e.name() << "] " << e.what() << "\n";
+  }
+}
+
 }  // namespace
 
 void register_run_command(CLI::App& app, CommandContext& context) {
@@ -76,6 +149,7 @@ void register_run_command(CLI::App& app, CommandContext& context) {
   cmd->callback([o, cmd, &context] {
     o->command = context.program.empty() ? cmd->remaining() : context.program;
     if (o->command.empty()) throw Error("MissingCommand", "genscope run: no CMD to run");
+    const std::filesystem::path rank_dir = prepare_rank_runs(o->watched.out_dir);
     // Before CMD starts: every option checked (a bad rule file is an error, exit 2).
     WatchedRuns runs(o->watched, program_name(o->command.front()), "run");
     std::vector<std::string> notes;
@@ -141,6 +215,7 @@ void register_run_command(CLI::App& app, CommandContext& context) {
     if (!buffered.inner_error().empty())
       std::cerr << "genscope: warning: monitoring stopped early: " << buffered.inner_error() << "\n";
     runs.finish();
+    if (!rank_dir.empty()) merge_rank_runs(rank_dir, o->watched.out_dir, o->watched.plain);
     if (cgroup) {
       if (const std::string error = cgroup->remove(); !error.empty())
         std::cerr << "genscope: warning: " << error << "\n";

@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _genscope
 from ._components import MORE_MODELS, Components, _is_module, find_components
+from ._distributed import mark_distributed
 from ._generation import Generation, call_code, find_call_frame, read_generation
 from ._tensors import (batch_of, caller, denoiser_conditioning, encoder_outputs, first_tensor,
                        frames_and_pixels, is_tensor, latent_of_encode)
@@ -112,6 +113,7 @@ class Instrumentation:
         if not self.run.active:  # disabled monitor or finished run: hook nothing
             return self
         self.run.attach("torch_components", "instrument", self.components.describe())
+        mark_distributed(self.run)  # an initialised process group's rank (docs/distributed.md)
         try:
             self._install()
         except BaseException:
