@@ -4,6 +4,10 @@
 #
 #   otel_collector_binary   prints the collector's path, building it first if needed; the
 #                           build's progress and time go to stderr; non-zero when it cannot
+#   otel_collector_start DIR  starts it (built if needed) on a free loopback port writing to
+#                           DIR/collector.json, log DIR/collector.log; sets OTEL_COLLECTOR_PID,
+#                           OTEL_COLLECTOR_URL and OTEL_COLLECTOR_OUT; non-zero when it does not
+#                           listen within 10 s (the caller stops it: kill $OTEL_COLLECTOR_PID)
 #
 # The binary, GOMODCACHE and GOCACHE live in $GENSCOPE_PEERS_CACHE/otelcol (default
 # ~/.cache/genscope-peers/otelcol), the binary named after a hash of go.mod, go.sum and main.go,
@@ -42,4 +46,22 @@ otel_collector_binary() {
   fi
   [[ $rc -eq 0 ]] && echo "$bin"
   return $rc
+}
+
+otel_collector_start() {
+  local dir=$1 bin port
+  bin=$(otel_collector_binary) || return 1
+  port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+  OTEL_COLLECTOR_OUT=$dir/collector.json
+  OTEL_COLLECTOR_URL=http://127.0.0.1:$port
+  sed -e "s/@PORT@/$port/" -e "s#@OUT@#$OTEL_COLLECTOR_OUT#" "$otel_collector_source/config.yaml.in" > "$dir/collector.yaml"
+  "$bin" --config "$dir/collector.yaml" > "$dir/collector.log" 2>&1 &
+  OTEL_COLLECTOR_PID=$!
+  local _
+  for _ in $(seq 100); do
+    /usr/bin/python3 -c "import socket; socket.create_connection(('127.0.0.1',$port),0.2)" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "otel_collector_start: the collector does not listen on $port (see $dir/collector.log)" >&2
+  return 1
 }

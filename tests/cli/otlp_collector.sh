@@ -27,21 +27,11 @@ fail() {
 src=${GENSCOPE_SOURCE_DIR:?}
 py=/usr/bin/python3
 source "$src/scripts/lib/otel_collector.sh"
-collector=$(otel_collector_binary) || fail "the test collector could not be built (see above)"
-
+otel_collector_start "$tmp" || { pids+=(${OTEL_COLLECTOR_PID:-}); fail "the test collector could not be built or started (see above)"; }
+pids+=("$OTEL_COLLECTOR_PID")
 free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-port=$(free_port)
-out="$tmp/collector.json"
-sed -e "s/@PORT@/$port/" -e "s#@OUT@#$out#" "$src/tests/otel_collector/config.yaml.in" > "$tmp/config.yaml"
-"$collector" --config "$tmp/config.yaml" > "$tmp/collector.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do
-  "$py" -c "import socket,sys; socket.create_connection(('127.0.0.1',$port),0.2)" 2>/dev/null && break
-  sleep 0.1
-done
-"$py" -c "import socket; socket.create_connection(('127.0.0.1',$port),0.5)" 2>/dev/null ||
-  fail "the collector does not listen on $port"
-url="http://127.0.0.1:$port"
+url=$OTEL_COLLECTOR_URL
+out=$OTEL_COLLECTOR_OUT
 
 # check RUN.json: waits (bounded) until the collector's file holds the run, then compares.
 check() {

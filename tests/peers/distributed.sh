@@ -7,7 +7,7 @@
 # id, its own process); genscope run merged them with its launcher run; `genscope merge` names
 # rank 1 the straggler of the sampling step it slowed, aligns the clocks on the barrier step,
 # and writes one trace per rank that Holistic Trace Analysis (holistictraceanalysis, PyPI)
-# loads as ranks 0 and 1.
+# loads as ranks 0 and 1; both ranks' runs reach a real OpenTelemetry Collector, ranks attached.
 #
 #   tests/peers/distributed.sh
 #
@@ -110,6 +110,36 @@ for rank, df in traces.items():
     print(f"ok: HTA loaded rank {rank}: {len(df)} events ({sorted(names)[:3]} ...)")
 PY
 
-# 4. OpenTelemetry: the OTLP export of these runs to a collector is checked here once
-# `--otlp URL` exists (docs/opentelemetry.md; not part of this test yet).
+# 4. OpenTelemetry: both ranks' runs sent to a real collector (tests/otel_collector, built from
+# the Go module proxy by scripts/lib/otel_collector.sh) by `genscope report --otlp`: each rank
+# its own trace, every step a span with the right parent and figures (check_export.py), and
+# the rank's identity as resource attributes.
+. "$root/scripts/lib/otel_collector.sh"
+mkdir -p otel
+if ! otel_collector_start "$PWD/otel"; then
+  [[ -n ${OTEL_COLLECTOR_PID:-} ]] && kill "$OTEL_COLLECTOR_PID" 2>/dev/null
+  echo "FAIL: the test collector could not be built or started"; exit 1
+fi
+trap 'kill $OTEL_COLLECTOR_PID 2>/dev/null; rm -rf "$TMP"' EXIT
+"$GENSCOPE" report out/ranks/rank0.json out/ranks/rank1.json --otlp "$OTEL_COLLECTOR_URL" > otlp.out 2> otlp.err ||
+  { echo "FAIL: genscope report --otlp of the ranks"; cat otlp.err; exit 1; }
+for r in 0 1; do
+  "$GENSCOPE" report out/ranks/rank$r.json --metrics - > otel/prometheus$r.txt &&
+    /usr/bin/python3 "$root/tests/otel_collector/check_export.py" out/ranks/rank$r.json "$OTEL_COLLECTOR_OUT" otel/prometheus$r.txt ||
+    { echo "FAIL: the collector's file does not match rank $r's run"; exit 1; }
+  echo "ok: rank $r's run reached the collector, every step a span with its parent"
+done
+/usr/bin/python3 - "$OTEL_COLLECTOR_OUT" <<'PY' || exit 1
+import json, sys
+seen = {}
+for line in open(sys.argv[1]):
+    for rs in json.loads(line).get("resourceSpans", []):
+        a = {x["key"]: x["value"] for x in rs["resource"].get("attributes", [])}
+        if "genscope.rank" in a:
+            seen[int(a["genscope.rank"]["intValue"])] = (int(a["genscope.world_size"]["intValue"]), a["genscope.group"]["stringValue"])
+if sorted(seen) != [0, 1] or seen[0] != seen[1] or seen[0][0] != 2:
+    print(f"FAIL: the collector's traces should carry ranks 0 and 1 of 2 in one group: {seen}")
+    sys.exit(1)
+print(f"ok: the collector's traces carry genscope.rank 0 and 1, world size 2, group {seen[0][1]}")
+PY
 echo "PASS"
