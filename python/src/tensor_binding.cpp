@@ -361,6 +361,7 @@ template <class Attach, class Error_>
 void analyze_into(const std::string& name, py::handle tensor, TensorRole r,
                   const AnalysisOptions& options, Attach&& attach, Error_&& error,
                   std::optional<std::int64_t> piece_bytes = std::nullopt) {
+  HostTensor host;
   try {
     std::optional<nlohmann::json> pieces = analyze_in_pieces(
         tensor, r, options, piece_bytes.value_or(kHostPieceBytes), piece_bytes.has_value());
@@ -368,16 +369,6 @@ void analyze_into(const std::string& name, py::handle tensor, TensorRole r,
       attach(Attachment{"tensor", name, std::move(*pieces)});
       return;
     }
-  } catch (const Error& e) {
-    error(name + ": " + e.name() + ": " + e.what());
-    return;
-  } catch (py::error_already_set& e) {
-    error(name + ": conversion failed: " + exception_type_name(e.type()) + ": " +
-          exception_message(e.value()));
-    return;
-  }
-  HostTensor host;
-  try {
     host = to_host(tensor);
   } catch (const Error& e) {
     error(name + ": " + e.name() + ": " + e.what());
