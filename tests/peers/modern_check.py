@@ -49,6 +49,7 @@ import torch
 import genscope
 import genscope.torch as gt
 import modern_pipelines as pipelines
+import modern_settings
 from check_steps import FAILED, check
 
 
@@ -404,6 +405,8 @@ def main():
             check(False, f"{fam.name}: the pipeline runs", f"{type(e).__name__}: {e}")
             rows.append({"family": fam.name, "error": f"{type(e).__name__}: {str(e)[:200]}"})
         print(f"# {fam.name}: {rows[-1].get('seconds', 0):.1f} s", flush=True)
+    if not only or any(name.startswith("settings") for name in only):
+        modern_settings.main(args.steps, only)
     text = f"Measured on {versions}, {args.steps} steps:\n\n" + table(rows, args.steps)
     print(text)
     if args.table:

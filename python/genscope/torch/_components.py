@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
 from .._errors import make_error
+from ._settings import model_of
 
 TEXT_ENCODERS = ("text_encoder", "text_encoder_2", "text_encoder_3")
 TOKENIZERS = ("tokenizer", "tokenizer_2", "tokenizer_3")
@@ -53,12 +54,12 @@ class Components:
         """JSON-friendly summary (the run attachment "torch_components")."""
         out: Dict[str, Any] = {}
         for name, module in self.text_encoders.items():
-            out[name] = {"class": type(module).__name__, "hooked": "forward"}
+            out[name] = {"class": type(model_of(module)).__name__, "hooked": "forward"}
         for name, tok in self.tokenizers.items():
             out[name] = {"class": type(tok).__name__, "hooked": None,
                          "model_max_length": _int_or_none(getattr(tok, "model_max_length", None))}
         for name, module in self.denoisers().items():
-            out[name] = {"class": type(module).__name__, "hooked": "forward"}
+            out[name] = {"class": type(model_of(module)).__name__, "hooked": "forward"}
         if self.vae is not None:
             out["vae"] = {"class": type(self.vae).__name__, "hooked": "encode, decode"}
         if self.scheduler is not None:

@@ -23,6 +23,7 @@ wrapped method is restored, also when the pipeline raised.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import time
 import types
@@ -32,6 +33,7 @@ from .. import _genscope
 from ._components import MORE_MODELS, Components, _is_module, find_components
 from ._distributed import mark_distributed
 from ._generation import Generation, call_code, find_call_frame, read_generation
+from ._settings import model_of, pipeline_settings
 from ._tensors import (batch_of, caller, denoiser_conditioning, encoder_outputs, first_tensor,
                        frames_and_pixels, is_tensor, latent_of_encode)
 
@@ -82,6 +84,7 @@ class Instrumentation:
     def __init__(self, pipe: Any, run: Any, *, analyze: bool = True,
                  family: Optional[str] = None) -> None:
         self.components: Components = find_components(pipe)
+        self._pipe = pipe
         if family is not None:
             _genscope._check_family(family)  # genscope.Error("UnknownFamily") now, not later
         self.run = run
@@ -103,6 +106,7 @@ class Instrumentation:
         self._call_code = call_code(pipe)
         self._generation: Optional[Generation] = None
         self._run_labelled = False
+        self._settings_labelled = False
         self._entered = False
 
     # --- context manager ------------------------------------------------------------------
@@ -156,6 +160,42 @@ class Instrumentation:
                                                           "vae.encode"))
             self._wrap(c.vae, "decode", functools.partial(self._vae_call, "vae_decode",
                                                           "vae.decode"))
+        self._wrap_moves()
+        if not isinstance(self._pipe, dict):
+            for method in _LORA_METHODS:
+                if callable(getattr(self._pipe, method, None)):
+                    self._wrap(self._pipe, method, functools.partial(self._lora_call, method))
+            if callable(getattr(self._pipe, "enable_model_cpu_offload", None)):
+                self._wrap(self._pipe, "enable_model_cpu_offload", self._offload_enabled)
+
+    def _wrap_moves(self) -> None:
+        """Wraps ``to`` of every hooked module that does not have genscope's wrapper there (now):
+        accelerate's hook removal pops ``to`` from a module's __dict__ (its own warning
+        wrapper's slot), which diffusers does after every pipeline call with model offload."""
+        for name, module in self._modules().items():
+            if not callable(getattr(module, "to", None)):
+                continue
+            ours = [p for p in self._patches if p[0] is module and p[1] == "to"]
+            if ours and module.__dict__.get("to") is ours[-1][4]:
+                continue
+            self._patches[:] = [p for p in self._patches if p not in ours]  # popped: nothing to undo
+            self._wrap(module, "to", functools.partial(self._model_to, name, module))
+
+    def _offload_enabled(self, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``pipe.enable_model_cpu_offload()`` (also diffusers' own call after every pipeline call,
+        ``maybe_free_model_hooks``): its hook removal dropped the ``to`` wrappers; put back."""
+        result = original(*args, **kwargs)
+        self._guard("enable_model_cpu_offload", self._wrap_moves)
+        return result
+
+    def _modules(self) -> Dict[str, Any]:
+        """Every hooked torch module by name: text encoders, denoisers, other models, VAE."""
+        c = self.components
+        found = {**c.text_encoders, **c.denoisers(),
+                 **{n: m for n, m in c.more_models.items() if _is_module(m)}}
+        if c.vae is not None and _is_module(c.vae):
+            found["vae"] = c.vae
+        return found
 
     def _wrap(self, obj: Any, attr: str, around: Callable[..., Any]) -> None:
         """Shadows obj.attr with an instance attribute calling around(original, *args)."""
@@ -177,10 +217,27 @@ class Instrumentation:
         """Shadows module.forward with a method bound to the module, calling
         around(original, *args). Bound, not a closure over the module: ``copy.deepcopy``
         rebinds it to the copy (which then runs its own weights), and pickling stores it as
-        ``getattr(module, "forward")``, i.e. the class's forward when loaded."""
+        ``getattr(module, "forward")``, i.e. the class's forward when loaded.
+
+        A module with accelerate's hook (``enable_model_cpu_offload``, device maps) gets the
+        wrapper in the hook's ``_old_forward`` slot, under the hook: diffusers removes and adds
+        its offload hooks again after every pipeline call (``maybe_free_model_hooks``), which
+        puts ``_old_forward`` back in ``forward`` and hooks that again, so the wrapper stays in
+        the chain, where a wrapper over the hook would be dropped with it.
+
+        A module compiled in place (``module.compile()``: ``__call__`` runs the compiled
+        ``_compiled_call_impl``, which calls ``forward`` inside the compiled code) gets the
+        wrapper around ``_compiled_call_impl``: inside, dynamo would trace the wrapper, making
+        its counting part of the graph and breaking the graph at each call into genscope."""
         self._copy_without_wrappers(module)
-        had = "forward" in module.__dict__
-        previous = module.__dict__["forward"] if had else None  # accelerate's, for one
+        if module.__dict__.get("_compiled_call_impl") is not None:
+            slot = "_compiled_call_impl"
+        elif _accelerate_hooked(module):
+            slot = "_old_forward"
+        else:
+            slot = "forward"
+        had = slot in module.__dict__
+        previous = module.__dict__[slot] if had else None  # accelerate's, for one
         cls_forward = type(module).forward
 
         def forward(mod: Any, *args: Any, **kwargs: Any) -> Any:
@@ -191,8 +248,8 @@ class Instrumentation:
 
         functools.update_wrapper(forward, cls_forward)  # name "forward", signature
         bound = types.MethodType(forward, module)
-        setattr(module, "forward", bound)
-        self._patches.append((module, "forward", had, previous, bound))
+        setattr(module, slot, bound)
+        self._patches.append((module, slot, had, previous, bound))
 
     def _copy_without_wrappers(self, obj: Any) -> None:
         """Makes every copy of obj (``copy.copy``, ``copy.deepcopy``, pickle) a copy of the object
@@ -220,11 +277,9 @@ class Instrumentation:
                 return state
             state = dict(state)
             for o, attr, was_there, before, wrapper in patches:
-                if o is obj and state.get(attr) is wrapper:
-                    if was_there:
-                        state[attr] = before
-                    else:
-                        del state[attr]
+                where = _slot_holding(state, attr, wrapper) if o is obj else None
+                if where is not None:
+                    _put_back(state, where, attr, was_there, before, obj)
             return state
 
         obj.__dict__["__getstate__"] = __getstate__
@@ -232,15 +287,13 @@ class Instrumentation:
 
     def _uninstall(self) -> None:
         for obj, attr, had, previous, wrapper in reversed(self._patches):
-            if obj.__dict__.get(attr) is not wrapper:  # replaced meanwhile: ours stays inert
+            where = _slot_holding(obj.__dict__, attr, wrapper)
+            if where is None:  # replaced meanwhile: ours stays inert
                 self._record(f"{type(obj).__name__}.{attr}",
                              "replaced while instrumented; the genscope wrapper stays in the "
                              "chain and passes calls through")
                 continue
-            if had:
-                setattr(obj, attr, previous)
-            else:
-                delattr(obj, attr)
+            _put_back(obj.__dict__, where, attr, had, previous, obj)
         self._patches.clear()
 
     # --- failures -----------------------------------------------------------------------------
@@ -325,7 +378,14 @@ class Instrumentation:
         state = _Sampling(step, threading.get_ident())
         self._sampling = state
         if c.denoiser is not None:
-            step.label("model_class", type(c.denoiser).__name__)
+            step.label("model_class", type(model_of(c.denoiser)).__name__)
+        settings = self._guard("settings", lambda: pipeline_settings(
+            self._pipe, self._modules(), c.vae, c.denoiser)) or {}
+        for key, value in settings.items():
+            step.label(key, value)
+            if not self._settings_labelled:
+                self.run.label(key, value)
+        self._settings_labelled = True
         if c.scheduler is not None:
             step.label("scheduler", type(c.scheduler).__name__)
             step.label("scheduler_order", self._order())
@@ -696,6 +756,96 @@ class Instrumentation:
         step.label("model", where.split(".")[0])
         return step
 
+    # --- model moves (offloading, pipe.to) ---------------------------------------------------------
+    def _model_to(self, name: str, module: Any, original: Callable[..., Any], *args: Any,
+                  **kwargs: Any) -> Any:
+        """``module.to(...)``: a step when it moves the module to another device — a
+        ``model_loading`` step "load NAME (DEVICE)" onto an accelerator, a ``custom`` step
+        "offload NAME (cpu)" back to the CPU — with counter ``bytes`` (parameters and buffers
+        moved); a dtype change or a move to where the module already is records nothing."""
+        step = self._guard(f"{name}.to", lambda: self._move_begin(name, module, args, kwargs))
+        try:
+            result = original(*args, **kwargs)
+        except BaseException as e:
+            if step is not None:
+                self._guard(f"{name}.to", functools.partial(self._fail_step, step, e))
+            raise
+        if step is not None:
+            self._guard(f"{name}.to", step.end)
+        return result
+
+    def _move_begin(self, name: str, module: Any, args: Tuple[Any, ...], kwargs: dict) -> Any:
+        torch = sys.modules.get("torch")
+        parse = getattr(getattr(getattr(torch, "_C", None), "_nn", None), "_parse_to", None)
+        if parse is None:
+            return None
+        target = parse(*args, **kwargs)[0]
+        if target is None:
+            return None
+        first = next(iter(module.parameters()), None)
+        if first is None or _same_device(first.device, target):
+            return None  # the common case (offload hooks call .to before every forward)
+        current = first.device
+        moved = sum(t.numel() * t.element_size()
+                    for t in (*module.parameters(), *module.buffers())
+                    if not _same_device(t.device, target))
+        onto = target.type != "cpu"
+        step = self.run.step("model_loading" if onto else "custom",
+                             f"{'load' if onto else 'offload'} {name} ({target})",
+                             source=caller())
+        step.label("model", name)
+        step.label("model_action", "load" if onto else "offload")
+        step.label("device_from", str(current))
+        step.label("device_to", str(target))
+        step.add_counter("bytes", float(moved))
+        return step
+
+    # --- LoRA adapters (diffusers' load_lora_weights, set_adapters, fuse_lora, ...) ----------------
+    def _lora_call(self, method: str, original: Callable[..., Any], *args: Any,
+                   **kwargs: Any) -> Any:
+        """A ``lora_application`` step per call of the pipeline's LoRA methods, with the adapter
+        named, and after it the active adapters and the LoRA layers in the denoisers."""
+        step = self._guard(method, lambda: self._lora_begin(method, args, kwargs))
+        try:
+            result = original(*args, **kwargs)
+        except BaseException as e:
+            if step is not None:
+                self._guard(method, functools.partial(self._fail_step, step, e))
+            raise
+        if step is not None:
+            self._guard(method, lambda: self._lora_end(step))
+        return result
+
+    def _lora_begin(self, method: str, args: Tuple[Any, ...], kwargs: dict) -> Any:
+        self._end_sampling()
+        adapter = kwargs.get("adapter_name", kwargs.get("adapter_names"))
+        if adapter is None and method in ("set_adapters", "delete_adapters") and args:
+            adapter = args[0]
+        title = method if adapter is None else f"{method} ({_names(adapter)})"
+        step = self.run.step("lora_application", title, source=caller())
+        step.label("lora.method", method)
+        if adapter is not None:
+            step.label("lora.adapter", _names(adapter))
+        weights = kwargs.get("adapter_weights", args[1] if method == "set_adapters" and
+                             len(args) > 1 else None)
+        if weights is not None:
+            step.label("lora.adapter_weights", _names(weights))
+        scale = kwargs.get("lora_scale")
+        if isinstance(scale, (int, float)):
+            step.label("lora.scale", float(scale))
+        return step
+
+    def _lora_end(self, step: Any) -> None:
+        try:
+            active = getattr(self._pipe, "get_active_adapters", None)
+            adapters = active() if callable(active) else None
+            step.label("lora_adapters", _names(adapters or []))
+            layers = sum(1 for m in self.components.denoisers().values()
+                         for sub in model_of(m).modules() if hasattr(sub, "lora_A"))
+            step.add_counter("lora_layers", float(layers))
+        finally:
+            step.end()
+
     # --- VAE -------------------------------------------------------------------------------------------
     def _vae_call(self, kind: str, name: str, original: Callable[..., Any], *args: Any,
                   **kwargs: Any) -> Any:
@@ -744,6 +894,63 @@ class Instrumentation:
                         self._analyze(step, "image", image, "image")
         finally:
             step.end()
+
+
+# The pipeline's LoRA methods (diffusers' LoRA loader mixins), each a lora_application step.
+_LORA_METHODS = ("load_lora_weights", "set_adapters", "fuse_lora", "unfuse_lora",
+                 "delete_adapters", "unload_lora_weights")
+
+
+def _names(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _same_device(a: Any, b: Any) -> bool:
+    """cuda and cuda:0 are one device when the current device is 0 (torch's rule for .to)."""
+    if a.type != b.type:
+        return False
+    if a.index is None or b.index is None:
+        return (a.index or 0) == (b.index or 0) if a.type != "cpu" else True
+    return a.index == b.index
+
+
+# A module's forward lives in one of these slots while accelerate's hook is on it: the hook in
+# ``forward``, what it calls in ``_old_forward``; removing the hook moves ``_old_forward`` back
+# into ``forward``, adding one moves ``forward`` into ``_old_forward``.
+_FORWARD_SLOTS = ("forward", "_old_forward")
+
+
+def _accelerate_hooked(module: Any) -> bool:
+    d = getattr(module, "__dict__", {})
+    return "_hf_hook" in d and "_old_forward" in d and "forward" in d
+
+
+def _slot_holding(state: Dict[str, Any], attr: str, wrapper: Any) -> Optional[str]:
+    """Where `wrapper`, installed as `attr`, is now: `attr`, or for a forward the other slot
+    accelerate moved it to; None when it is in neither (replaced)."""
+    if state.get(attr) is wrapper:
+        return attr
+    if attr in _FORWARD_SLOTS:
+        other = _FORWARD_SLOTS[1 - _FORWARD_SLOTS.index(attr)]
+        if state.get(other) is wrapper:
+            return other
+    return None
+
+
+def _put_back(state: Dict[str, Any], where: str, attr: str, had: bool, previous: Any,
+              obj: Any) -> None:
+    """Puts what a wrapper shadowed back in the slot it is in now (`state`: obj's __dict__ or a
+    copy of it). In its own slot: the previous value, or nothing; moved to the other forward
+    slot: the previous value, or the class's forward bound to obj (what the slot would hold had
+    genscope not been there)."""
+    if where == attr and not had:
+        del state[where]
+    elif had:
+        state[where] = previous
+    else:
+        state[where] = types.MethodType(type(obj).forward, obj)
 
 
 def instrument(pipe: Any, run: Any, *, analyze: bool = True,
