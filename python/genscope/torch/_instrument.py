@@ -288,6 +288,8 @@ class Instrumentation:
     def _uninstall(self) -> None:
         for obj, attr, had, previous, wrapper in reversed(self._patches):
             where = _slot_holding(obj.__dict__, attr, wrapper)
+            if where is None and attr not in obj.__dict__:
+                continue  # dropped meanwhile (accelerate's hook removal pops `to`): nothing left
             if where is None:  # replaced meanwhile: ours stays inert
                 self._record(f"{type(obj).__name__}.{attr}",
                              "replaced while instrumented; the genscope wrapper stays in the "
