@@ -32,17 +32,18 @@ def _byte_alphabet():
     return [chr(b) for b in keep] + [chr(256 + i) for i in range(len(extra))]
 
 
-def make_tokenizer(kind, max_length):
+def make_tokenizer(kind, max_length, extra=()):
     """kind: "clip" (start + end token, padded with the end token), "t5" (end token, <pad>),
-    "qwen" (no special tokens added, padded with <|endoftext|>), "llama" (begin token)."""
+    "qwen" (no special tokens added, padded with <|endoftext|>), "llama" (begin token).
+    `extra`: more special tokens, numbered after the bytes (ids _vocab() on)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {t: i for i, t in enumerate(SPECIALS + _byte_alphabet())}
+    vocab = {t: i for i, t in enumerate(SPECIALS + _byte_alphabet() + list(extra))}
     tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens(SPECIALS)
+    tok.add_special_tokens(SPECIALS + list(extra))
     post = {"clip": ("<|startoftext|> $A <|endoftext|>", ["<|startoftext|>", "<|endoftext|>"]),
             "t5": ("$A </s>", ["</s>"]), "llama": ("<|begin_of_text|> $A", ["<|begin_of_text|>"])}
     if kind in post:
@@ -181,11 +182,33 @@ def wan(a14b=False):
 def qwen_image():
     """QwenImagePipeline: Qwen2.5-VL hidden states 3584 (prompt template dropped), packed
     64-wide latents, Qwen-Image VAE (16 channels, 8 spatial)."""
-    from diffusers import AutoencoderKLQwenImage, QwenImagePipeline, QwenImageTransformer2DModel
-    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+    from diffusers import QwenImagePipeline
 
     torch.manual_seed(0)
-    text = dict(vocab_size=_vocab(), hidden_size=3584, intermediate_size=16, num_hidden_layers=1,
+    text_encoder = _qwen_vl()
+    transformer, vae = _qwen_image_parts()
+    pipe = QwenImagePipeline(scheduler=_flow_scheduler(shift=1.0, use_dynamic_shifting=True),
+                             vae=vae, text_encoder=text_encoder,
+                             tokenizer=make_tokenizer("qwen", 1024), transformer=transformer)
+    return _done(pipe)
+
+
+VISION_SPECIALS = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
+
+
+def _qwen_vl(extra_vocab=0):
+    """Qwen2.5-VL (Qwen2_5_VLForConditionalGeneration): text hidden 3584, one layer, a one-block
+    vision tower merging 2x2 patches of 14 px into 3584-wide image tokens. With extra_vocab the
+    vocabulary has VISION_SPECIALS after the bytes, and the config's image / video / vision-start
+    token ids are theirs."""
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+
+    vocab = _vocab() + extra_vocab
+    ids = ({"image_token_id": _vocab() + 2, "video_token_id": _vocab() + 3,
+            "vision_start_token_id": _vocab()} if extra_vocab else
+           {"image_token_id": vocab - 1, "video_token_id": vocab - 2,
+            "vision_start_token_id": vocab - 3})
+    text = dict(vocab_size=vocab, hidden_size=3584, intermediate_size=16, num_hidden_layers=1,
                 num_attention_heads=112, num_key_value_heads=1, max_position_embeddings=2048,
                 rope_scaling={"type": "mrope", "mrope_section": [4, 6, 6], "rope_type": "default"},
                 rope_theta=1000000.0)
@@ -193,17 +216,40 @@ def qwen_image():
         text_config=text, vision_config=dict(depth=1, hidden_size=16, intermediate_size=16,
                                              num_heads=2, out_hidden_size=3584, patch_size=14,
                                              spatial_merge_size=2, temporal_patch_size=2),
-        vocab_size=_vocab(), hidden_size=3584, image_token_id=_vocab() - 1,
-        video_token_id=_vocab() - 2, vision_start_token_id=_vocab() - 3)
-    text_encoder = Qwen2_5_VLForConditionalGeneration(config)
+        vocab_size=vocab, hidden_size=3584, **ids)
+    return Qwen2_5_VLForConditionalGeneration(config)
+
+
+def _qwen_image_parts():
+    from diffusers import AutoencoderKLQwenImage, QwenImageTransformer2DModel
+
     transformer = QwenImageTransformer2DModel(
         patch_size=2, in_channels=64, out_channels=16, num_layers=1, attention_head_dim=16,
         num_attention_heads=2, joint_attention_dim=3584, axes_dims_rope=(8, 4, 4))
     vae = AutoencoderKLQwenImage(base_dim=4, z_dim=16, dim_mult=[1, 1, 1, 1], num_res_blocks=1,
                                  temperal_downsample=[False, True, True])
-    pipe = QwenImagePipeline(scheduler=_flow_scheduler(shift=1.0, use_dynamic_shifting=True),
-                             vae=vae, text_encoder=text_encoder,
-                             tokenizer=make_tokenizer("qwen", 1024), transformer=transformer)
+    return transformer, vae
+
+
+def qwen_image_edit():
+    """QwenImageEditPipeline: the prompt encoded with the input image by Qwen2.5-VL (its vision
+    tower; Qwen2VLProcessor with a pixel budget of 112 x 112, so 16 image tokens), the image
+    also through the VAE (the pipeline resizes it to about 1024 x 1024 first) and its latents
+    packed next to the noise; otherwise Qwen-Image's widths."""
+    from diffusers import QwenImageEditPipeline
+    from transformers import Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor
+
+    torch.manual_seed(0)
+    text_encoder = _qwen_vl(extra_vocab=len(VISION_SPECIALS))
+    transformer, vae = _qwen_image_parts()
+    tokenizer = make_tokenizer("qwen", 1024, extra=VISION_SPECIALS)
+    pixels = 112 * 112
+    processor = Qwen2VLProcessor(
+        image_processor=Qwen2VLImageProcessor(min_pixels=pixels, max_pixels=pixels),
+        tokenizer=tokenizer, video_processor=Qwen2VLVideoProcessor())
+    pipe = QwenImageEditPipeline(scheduler=_flow_scheduler(shift=1.0, use_dynamic_shifting=True),
+                                 vae=vae, text_encoder=text_encoder, tokenizer=tokenizer,
+                                 processor=processor, transformer=transformer)
     return _done(pipe)
 
 
