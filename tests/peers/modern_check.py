@@ -120,6 +120,10 @@ FAMILIES = [
            dict(prompt="a photo of a cat", height=64, width=64, guidance_scale=4.0,
                 text_encoder_out_layers=(1, 2, 3)),
            ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2, "Flux.2 Klein 4B"),
+    Family("flux2-klein-9b", lambda: pipelines.flux2_klein(width=4096), "flux2-klein-9b",
+           dict(prompt="a photo of a cat", height=64, width=64, guidance_scale=4.0,
+                text_encoder_out_layers=(1, 2, 3)),
+           ["text_encoder (prompt)", "text_encoder (negative)"], 2, 2, "Flux.2 Klein 9B"),
     Family("wan2.2-ti2v", pipelines.wan_ti2v, "wan2.2",
            dict(prompt="a cat walking", negative_prompt=NEG, height=64, width=64, num_frames=9,
                 guidance_scale=5.0),
@@ -135,6 +139,11 @@ FAMILIES = [
            ["text_encoder (prompt)", "text_encoder_2 (prompt)", "text_encoder (negative)"], 2, 2,
            "HunyuanVideo 1.5"),
 ]
+
+
+# Text steps whose encoder's output the pipeline crops (template tokens dropped) before the
+# denoiser gets it: the step has both.
+CROPPED = {"hunyuan-video": "text_encoder (prompt)", "hunyuan-video-1.5": "text_encoder (prompt)"}
 
 
 # Pipelines run again declared as another family, and the checks that must fail then.
@@ -296,6 +305,16 @@ def run_family(fam, steps):
         for a in s["attachments"])]
     check(texts and not bare, f"{n}: every text step has its conditioning analysed (the "
           "encoder's output, or for causal / VL encoders what the denoiser received)", bare)
+    if n in CROPPED and sampling:  # the encoder's output cropped by the pipeline
+        received = attachment(sampling[0], "conditioning (denoiser input)") or {}
+        step = next((s for s in texts if s["name"] == CROPPED[n]), {"attachments": []})
+        own = attachment(step, "conditioning") or {}
+        given = attachment(step, "conditioning (denoiser input)") or {}
+        check(own.get("shape", [0, 0])[1] > received.get("shape", [0, 0])[1] and
+              given.get("shape") == received.get("shape"),
+              f"{n}: {CROPPED[n]} has its own output ({own.get('shape')}) and the cropped "
+              f"conditioning the denoiser received ({received.get('shape')})",
+              (own.get("shape"), given.get("shape"), received.get("shape")))
     checks = checks_of(doc)
     failed = [f"{c[1]} {c[2]}: {c[3]} ({c[5]})" for c in checks if not c[4]]
     row["checks"] = f"{sum(c[4] for c in checks)}/{len(checks)} passed"

@@ -93,10 +93,12 @@ class Instrumentation:
         # The family the analyses are checked against: `family`, an alias ("wan2.2") resolved
         # at the denoiser's first call by what it receives (_genscope._resolve_family).
         self._family = family
-        # Text steps whose encoder returned no last_hidden_state (causal / vision-language
-        # models: the pipeline takes hidden_states[k]): (step id, role), given the
-        # conditioning the denoiser receives once it is called.
-        self._text_pending: List[Tuple[int, str]] = []
+        # Text steps given the conditioning the denoiser receives once it is called: (step id,
+        # role, shape of the encoder's own 3-D output or None). Those whose encoder returned no
+        # last_hidden_state (causal / vision-language models: the pipeline takes
+        # hidden_states[k]), and those whose output the pipeline crops (template tokens dropped:
+        # HunyuanVideo's Llama, HunyuanVideo 1.5's Qwen2.5-VL): same width, more tokens.
+        self._text_pending: List[Tuple[int, str, Optional[Tuple[int, ...]]]] = []
         self.hook_errors = 0  #: Failures inside genscope's code (each a monitoring error).
         self.active = False
         self._patches: List[Tuple[Any, str, bool, Any, Any]] = []
@@ -493,8 +495,11 @@ class Instrumentation:
                                   **extra)
                 if pooled is not None:  # not checked: SD1.x's has no width in the table
                     self._analyze(step, "pooled", pooled, "pooled", family=False)
-                if context is None and pooled is None and self.components.denoiser is not None:
-                    self._text_pending.append((step.id, getattr(self, "_text_role", "prompt")))
+                if self.components.denoiser is not None and (
+                        pooled is None or context is not None):
+                    own = tuple(int(d) for d in context.shape) if context is not None else None
+                    self._text_pending.append((step.id, getattr(self, "_text_role", "prompt"),
+                                               own))
         finally:
             step.end()
 
@@ -592,10 +597,10 @@ class Instrumentation:
 
     def _give_text_steps(self, context: Any, want: Callable[[str], bool]) -> None:
         keep = []
-        for step_id, role in self._text_pending:
+        for step_id, role, own in self._text_pending:
             if not want(role):
-                keep.append((step_id, role))
-            elif self.analyze:
+                keep.append((step_id, role, own))
+            elif self.analyze and (own is None or _cropped(own, tuple(context.shape))):
                 extra = {"family": self._family} if self._family is not None else {}
                 self.run.analyze_tensor_into(step_id, "conditioning (denoiser input)", context,
                                              "conditioning", **extra)
@@ -901,6 +906,12 @@ class Instrumentation:
 # The pipeline's LoRA methods (diffusers' LoRA loader mixins), each a lora_application step.
 _LORA_METHODS = ("load_lora_weights", "set_adapters", "fuse_lora", "unfuse_lora",
                  "delete_adapters", "unload_lora_weights")
+
+
+def _cropped(own: Tuple[int, ...], received: Tuple[int, ...]) -> bool:
+    """Whether the denoiser received an encoder's output with tokens dropped: same width,
+    fewer tokens (a context joined from several encoders has more, or another width)."""
+    return len(own) == 3 and len(received) == 3 and own[2] == received[2] and own[1] > received[1]
 
 
 def _names(value: Any) -> str:
