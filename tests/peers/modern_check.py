@@ -7,10 +7,10 @@ PYTHONPATH=<build>/python:
 
 The pipelines (modern_pipelines.py) are the real FluxPipeline, Flux2Pipeline, Flux2KleinPipeline,
 WanPipeline, WanImageToVideoPipeline, StableDiffusion3Pipeline, QwenImagePipeline, LTXPipeline,
-HunyuanVideoPipeline and HunyuanVideo15Pipeline, tiny, with the real conditioning widths and
+LTX2Pipeline, HunyuanVideoPipeline and HunyuanVideo15Pipeline, tiny, with the real conditioning widths and
 latent layouts. For each family:
-- the output (images or video frames, output_type="pt", a fixed generator) is bit-identical with
-  and without instrument (torch.equal);
+- the output (images or video frames, and LTX-2's waveform; output_type="pt", a fixed
+  generator) is bit-identical with and without instrument (torch.equal);
 - the steps: one text_encoding step per encoder call (prompt, and negative prompt where the
   pipeline encodes one), then one sampling step, then vae_decode;
 - sampling: iterations == num_inference_steps, scheduler_steps == iterations, model_calls and
@@ -29,6 +29,11 @@ latent layouts. For each family:
   copy.deepcopy inside the block give a plain object (none of genscope's wrappers) independent
   of the original: a copied scheduler steps without moving the original, a copied model or VAE
   runs its class's method bound to the copy, nothing is counted by the instrumentation;
+- LTX-2: the connectors a custom step before sampling, audio_vae.decode and vocoder custom
+  steps after vae.decode, their outputs analysed; 3 calls and 4 evaluations per step (batched
+  CFG, spatio-temporal guidance, modality isolation); the audio scheduler (the pipeline's
+  copy.deepcopy of the instrumented one) steps apart from it; both text steps get the batched
+  CFG context; the audio context and latents analysed;
 - Wan 2.2 A14B: both experts hooked, model_calls.transformer and model_calls.transformer_2 on
   the sampling step, adding up to model_calls.
 

@@ -3,12 +3,14 @@
 Every class is the real one from the newest diffusers / transformers on PyPI
 (tests/peers/requirements-modern.txt): FluxPipeline, WanPipeline (Wan 2.1, Wan 2.2 A14B
 with ``transformer_2`` and ``boundary_ratio``, Wan 2.2 TI2V-5B), WanImageToVideoPipeline,
-StableDiffusion3Pipeline, QwenImagePipeline, LTXPipeline, HunyuanVideoPipeline,
-HunyuanVideo15Pipeline, Flux2Pipeline, Flux2KleinPipeline, their transformers, VAEs and text
-and image encoders. Depth is one
+StableDiffusion3Pipeline, QwenImagePipeline, LTXPipeline, LTX2Pipeline (audio + video),
+HunyuanVideoPipeline, HunyuanVideo15Pipeline, Flux2Pipeline, Flux2KleinPipeline, their
+transformers, VAEs and text and image encoders (LTX-2: also its text connectors, audio VAE and
+vocoder). Depth is one
 layer and the inner widths are a few channels, so a step takes well under a second on one
 core; the widths genscope's family checks read are the real ones: T5-XXL / umT5-XXL / Llama
 4096, CLIP-L 768 (pooled 768), CLIP-G 1280 (SD3's pooled 768 + 1280 = 2048), Qwen2.5-VL 3584,
+Gemma-3-12B 3840 (LTX-2),
 and the latent channels (16, LTX 128) and VAE factors (8 spatial; 4 temporal for Wan and
 HunyuanVideo; 32 x 8 for LTX). Weights are random with a fixed seed.
 
