@@ -346,6 +346,9 @@ def run_family(fam, steps):
                  if sampling and attachment(sampling[0], a) is not None]
         check(len(audio) == 2, f"{n}: the denoiser's audio context and audio latents analysed",
               audio)
+        labels = sampling[0]["labels"] if sampling else {}
+        check(all(labels.get(k) == str(float(fam.call[k])) for k in ("stg_scale", "modality_scale")),
+              f"{n}: the guidance settings stg_scale and modality_scale are labels", labels)
     checks = checks_of(doc)
     failed = [f"{c[1]} {c[2]}: {c[3]} ({c[5]})" for c in checks if not c[4]]
     row["checks"] = f"{sum(c[4] for c in checks)}/{len(checks)} passed"
