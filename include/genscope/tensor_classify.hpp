@@ -26,6 +26,7 @@ namespace genscope {
 enum class ModelFamily {
   kSD1, kSD2, kSDXL, kSDXLRefiner, kSD3, kFlux1Dev, kFlux1Schnell, kWan21, kWan22TI2V,
   kQwenImage, kHunyuanVideo, kLtxVideo, kFlux2, kFlux2Klein4B, kFlux2Klein9B, kHunyuanVideo15,
+  kLtx2,
 };
 
 /// Display name: "SD1.x", "SDXL", "Flux.1-dev", "Wan 2.x", "Wan 2.2 TI2V-5B", ...

@@ -12,7 +12,8 @@ import torch.nn as nn
 import genscope
 import genscope.torch as gt
 from helpers import quiet_monitor
-from tiny_pipeline import HeunScheduler, TinyPipeline, TinyUNet, TwoExpertPipeline, manual_generation
+from tiny_pipeline import (HeunScheduler, ModelOutput, TinyPipeline, TinyUNet,
+                           TwoExpertPipeline, manual_generation)
 
 STEPS = 4
 
@@ -436,6 +437,48 @@ class InstrumentTest(unittest.TestCase):
         encoder = attachment(doc["steps"][0], "conditioning")
         self.assertEqual(encoder["shape"], [1, 77, 768])  # analysed, classified, not checked
         self.assertEqual(encoder["checks"], [])
+
+    def test_text_steps_of_a_causal_encoder_get_the_context_the_denoiser_receives(self):
+        """An encoder without last_hidden_state (Gemma, Qwen: the pipeline takes its hidden
+        states) gets the denoiser's context. True CFG (a call per prompt): the prompt's step the
+        first call's, the negative's the second call's. Batched CFG followed by a guidance call
+        with the prompt's context only (LTX-2's spatio-temporal and modality guidance): both
+        steps the batched context, not the guidance call's."""
+
+        class HiddenStatesOnly(nn.Module):
+            def __init__(self, encoder):
+                super().__init__()
+                self.encoder = encoder
+
+            def forward(self, input_ids):
+                return ModelOutput(hidden_states=(self.encoder(input_ids).last_hidden_state,))
+
+        class Guided(TinyPipeline):
+            def encode_prompt(self, prompt):
+                ids = self.tokenizer([prompt]).input_ids.to(self.device)
+                return self.text_encoder(ids).hidden_states[-1], None
+
+            def denoise_once(self, latents, t, cond, uncond, guidance_scale, cfg_batched):
+                eps = super().denoise_once(latents, t, cond, uncond, guidance_scale, cfg_batched)
+                if cfg_batched:  # a guidance pass with the prompt's context only
+                    eps = eps + 0.5 * self.unet(latents, t, encoder_hidden_states=cond[0]).sample
+                return eps
+
+        for batched, want in ((False, [1, 1]), (True, [2, 2])):
+            pipe = Guided()
+            pipe.text_encoder = HiddenStatesOnly(pipe.text_encoder)
+            plain = pipe("a red fox", "blurry", num_inference_steps=2, cfg_batched=batched)
+            run = quiet_monitor().start_run()
+            with gt.instrument(pipe, run) as inst:
+                out = pipe("a red fox", "blurry", num_inference_steps=2, cfg_batched=batched)
+            doc = run.finish()
+            self.assertTrue(torch.equal(out, plain))
+            self.assertEqual(inst.hook_errors, 0)
+            texts = [s for s in doc["steps"] if s["kind"] == "text_encoding"]
+            self.assertEqual([s["name"] for s in texts],
+                             ["text_encoder (prompt)", "text_encoder (negative)"])
+            shapes = [attachment(s, "conditioning (denoiser input)")["shape"] for s in texts]
+            self.assertEqual([shape[0] for shape in shapes], want, (batched, shapes))
 
     def test_family_checks_still_fail_a_wrong_pipeline(self):
         single = TinyPipeline(dual=False)  # SD1.x conditioning (768) declared SDXL

@@ -13,7 +13,7 @@ namespace {
 
 using F = ModelFamily;
 // Sources: docs/domain.md §1 (conditioning) and §2 (latents).
-constexpr std::array<FamilyInfo, 16> kFamilies{{
+constexpr std::array<FamilyInfo, 17> kFamilies{{
     {F::kSD1, "SD1.x", "sd1,sd1.x,sd15,sd1.5", 768, "77 per chunk", 0, 4, 8, 0, 0, 0.18215},
     {F::kSD2, "SD2.x", "sd2,sd2.x,sd21,sd2.1", 1024, "77 per chunk", 0, 4, 8, 0, 0,
      0.18215},
@@ -45,6 +45,10 @@ constexpr std::array<FamilyInfo, 16> kFamilies{{
     // Qwen2.5-VL-7B hidden states, 1000 tokens after the template; 32-channel x16 video VAE.
     {F::kHunyuanVideo15, "HunyuanVideo 1.5", "hunyuanvideo1.5,hunyuanvideo-1.5,hunyuan1.5", 3584,
      "1000", 0, 32, 16, 4, 0, 0},
+    // LTX-2.0 (audio + video): Gemma-3-12B's 49 hidden states (3840 x 49) through the text
+    // connectors to 3840, the same context for the video and the audio stream; the LTX video
+    // VAE's 128 channels (32 x 8) as LTX-Video's, in 1x1x1-patch tokens.
+    {F::kLtx2, "LTX-2", "ltx2,ltx-2,ltx2.0,ltx-2.0", 3840, "<= 1024", 0, 128, 32, 8, 128, 0},
 }};
 
 constexpr std::array kWan22{F::kWan21, F::kWan22TI2V};
@@ -83,7 +87,8 @@ bool tokens_fit(ModelFamily f, std::int64_t tokens) {
     case F::kFlux1Schnell:
     case F::kHunyuanVideo: return tokens == 256;
     case F::kLtxVideo: return tokens == 128;
-    case F::kQwenImage: return tokens >= 1 && tokens <= 1024;
+    case F::kQwenImage:
+    case F::kLtx2: return tokens >= 1 && tokens <= 1024;
     case F::kFlux2:
     case F::kFlux2Klein4B:
     case F::kFlux2Klein9B: return tokens == 512;

@@ -7,10 +7,10 @@ PYTHONPATH=<build>/python:
 
 The pipelines (modern_pipelines.py) are the real FluxPipeline, Flux2Pipeline, Flux2KleinPipeline,
 WanPipeline, WanImageToVideoPipeline, StableDiffusion3Pipeline, QwenImagePipeline, LTXPipeline,
-HunyuanVideoPipeline and HunyuanVideo15Pipeline, tiny, with the real conditioning widths and
+LTX2Pipeline, HunyuanVideoPipeline and HunyuanVideo15Pipeline, tiny, with the real conditioning widths and
 latent layouts. For each family:
-- the output (images or video frames, output_type="pt", a fixed generator) is bit-identical with
-  and without instrument (torch.equal);
+- the output (images or video frames, and LTX-2's waveform; output_type="pt", a fixed
+  generator) is bit-identical with and without instrument (torch.equal);
 - the steps: one text_encoding step per encoder call (prompt, and negative prompt where the
   pipeline encodes one), then one sampling step, then vae_decode;
 - sampling: iterations == num_inference_steps, scheduler_steps == iterations, model_calls and
@@ -29,6 +29,11 @@ latent layouts. For each family:
   copy.deepcopy inside the block give a plain object (none of genscope's wrappers) independent
   of the original: a copied scheduler steps without moving the original, a copied model or VAE
   runs its class's method bound to the copy, nothing is counted by the instrumentation;
+- LTX-2: the connectors a custom step before sampling, audio_vae.decode and vocoder custom
+  steps after vae.decode, their outputs analysed; 3 calls and 4 evaluations per step (batched
+  CFG, spatio-temporal guidance, modality isolation); the audio scheduler (the pipeline's
+  copy.deepcopy of the instrumented one) steps apart from it; both text steps get the batched
+  CFG context; the audio context and latents analysed;
 - Wan 2.2 A14B: both experts hooked, model_calls.transformer and model_calls.transformer_2 on
   the sampling step, adding up to model_calls.
 
@@ -56,10 +61,11 @@ from check_steps import FAILED, check
 
 class Family:
     def __init__(self, name, build, family, call, encoders, calls_per_step, evaluations_per_step,
-                 verdict, steps=None):
+                 verdict, steps=None, after=None):
         self.name = name
         self.verdict = verdict  # the family genscope's verdict must name (no family declared)
-        self.steps = steps  # the steps besides text encoders, sampling, vae.decode (in order)
+        self.steps = steps  # the steps between the text encoders and sampling (in order)
+        self.after = after  # the steps after vae.decode (in order)
         self.build = build  # () -> pipeline
         self.family = family  # genscope family id
         self.call = call  # the pipeline's arguments (steps added)
@@ -138,6 +144,19 @@ FAMILIES = [
                 num_frames=5),
            ["text_encoder (prompt)", "text_encoder_2 (prompt)", "text_encoder (negative)"], 2, 2,
            "HunyuanVideo 1.5"),
+    # LTX-2 (audio + video): the connectors turn Gemma 3's stacked hidden states into the video
+    # and audio contexts; per step one call of batch 2 (CFG), one with spatio-temporal guidance
+    # (block 0 perturbed) and one with the modalities isolated (batch 1 each): 3 calls, 4
+    # evaluations. The audio latents step through a copy.deepcopy of the (instrumented)
+    # scheduler; after vae.decode the audio VAE decodes the mel spectrogram and the vocoder
+    # makes the waveform.
+    Family("ltx2", pipelines.ltx2, "ltx2",
+           dict(prompt="a cat walking", negative_prompt=NEG, height=64, width=64, num_frames=9,
+                frame_rate=24.0, guidance_scale=3.0, stg_scale=1.0, modality_scale=3.0,
+                spatio_temporal_guidance_blocks=[0], max_sequence_length=128),
+           ["text_encoder (prompt)", "text_encoder (negative)"], 3, 4, "LTX-2",
+           steps=[("custom", "connectors")],
+           after=[("custom", "audio_vae.decode"), ("custom", "vocoder")]),
 ]
 
 
@@ -155,14 +174,25 @@ WRONG = {
     "wan2.2-ti2v": ("wan2.1", {("latents (first iteration)", "latent_family")}),
     "flux2-klein": ("flux2-klein-9b", {("conditioning (denoiser input)", "conditioning_width")}),
     "hunyuan-video-1.5": ("qwen-image", {("latents (first iteration)", "latent_family")}),
+    # LTX-Video and LTX-2 share the VAE and its tokens; their text widths differ (4096 / 3840).
+    "ltx2": ("ltx-video", {("conditioning (denoiser input)", "conditioning_width")}),
+    "ltx-video": ("ltx2", {("conditioning (denoiser input)", "conditioning_width")}),
 }
 
 
 def generate(pipe, fam, steps):
+    """The output tensors: images or video frames, and the waveform where there is audio."""
     out = pipe(**fam.call, num_inference_steps=steps, generator=torch.Generator().manual_seed(42),
                output_type="pt")
     frames = getattr(out, "frames", None)
-    return frames if frames is not None else out.images
+    audio = getattr(out, "audio", None)
+    return (frames if frames is not None else out.images,) + ((audio,) if audio is not None else ())
+
+
+def identical(a, b):
+    """Whether two generate() results are bit-identical, and the largest difference."""
+    same = len(a) == len(b) and all(torch.equal(x, y) for x, y in zip(a, b))
+    return same, max(float((x - y).abs().max()) for x, y in zip(a, b))
 
 
 def checks_of(doc):
@@ -251,17 +281,26 @@ def run_family(fam, steps):
         check_copy(fam, pipe, inst)
     doc = run.finish()
     n = fam.name
-    check(torch.equal(plain, out), f"{n}: output bit-identical with and without instrument",
-          f"max |diff| {float((plain - out).abs().max())}")
+    same, diff = identical(plain, out)
+    what = "video frames and audio" if len(out) > 1 else "output"
+    check(same, f"{n}: {what} bit-identical with and without instrument", f"max |diff| {diff}")
+    if getattr(pipe, "audio_vae", None) is not None:
+        # LTX-2 steps its audio latents with copy.deepcopy(self.scheduler): the copy must step
+        # on its own; had it kept a wrapper bound to the instrumented scheduler, the original's
+        # step index would move twice a step (and run past its timesteps: IndexError).
+        check(pipe.scheduler.step_index == steps,
+              f"{n}: the deep-copied audio scheduler stepped apart from the instrumented one "
+              f"(its step_index {steps} after {steps} steps)", pipe.scheduler.step_index)
     steps_seen = [(s["kind"], s["name"]) for s in doc["steps"]]
     denoisers = ", ".join(d for d in ("transformer", "transformer_2") if getattr(pipe, d, None) is not None)
     want = [("text_encoding", e) for e in fam.encoders] + (fam.steps or []) + [
-        ("sampling", f"denoise ({denoisers})"), ("vae_decode", "vae.decode")]
+        ("sampling", f"denoise ({denoisers})"), ("vae_decode", "vae.decode")] + (fam.after or [])
     check(steps_seen == want, f"{n}: steps {[s[1] for s in want]}", steps_seen)
     sampling = [s for s in doc["steps"] if s["kind"] == "sampling"]
     row = {"family": n, "steps": ", ".join(f"{k}:{name}" for k, name in steps_seen),
            "text_encoding": sum(k == "text_encoding" for k, _ in steps_seen),
-           "more_steps": ", ".join(name for _, name in fam.steps or [])}
+           "more_steps": ", ".join(name for _, name in fam.steps or []),
+           "after_steps": ", ".join(name for _, name in fam.after or [])}
     if sampling:
         s = sampling[0]
         c = s["counters"]
@@ -315,6 +354,26 @@ def run_family(fam, steps):
               f"{n}: {CROPPED[n]} has its own output ({own.get('shape')}) and the cropped "
               f"conditioning the denoiser received ({received.get('shape')})",
               (own.get("shape"), given.get("shape"), received.get("shape")))
+    if fam.after:  # LTX-2
+        # Batched CFG, then guidance calls with the prompt's context only: both text steps get
+        # the batched context of the first call, not a later call's.
+        batches = [(attachment(s, "conditioning (denoiser input)") or {}).get("shape", [0])[0]
+                   for s in texts]
+        check(batches == [2] * len(texts), f"{n}: the prompt's and the negative prompt's text "
+              "steps get the batched CFG context (batch 2), not a guidance call's", batches)
+        custom = {s["name"]: [a["name"] for a in s["attachments"]] for s in doc["steps"]
+                  if s["kind"] == "custom"}
+        want_out = {"connectors": ["output 0", "output 1"], "audio_vae.decode": ["output"],
+                    "vocoder": ["output"]}
+        check(custom == want_out, f"{n}: the connectors' video and audio contexts, the mel "
+              "spectrogram and the waveform analysed", custom)
+        audio = [a for a in ("audio conditioning (denoiser input)", "audio latents (first call)")
+                 if sampling and attachment(sampling[0], a) is not None]
+        check(len(audio) == 2, f"{n}: the denoiser's audio context and audio latents analysed",
+              audio)
+        labels = sampling[0]["labels"] if sampling else {}
+        check(all(labels.get(k) == str(float(fam.call[k])) for k in ("stg_scale", "modality_scale")),
+              f"{n}: the guidance settings stg_scale and modality_scale are labels", labels)
     checks = checks_of(doc)
     failed = [f"{c[1]} {c[2]}: {c[3]} ({c[5]})" for c in checks if not c[4]]
     row["checks"] = f"{sum(c[4] for c in checks)}/{len(checks)} passed"
@@ -393,7 +452,8 @@ def table(rows, steps):
             continue
         lines.append(
             f"| {r['family']} | {r['text_encoding']} text_encoding, "
-            f"{r['more_steps'] + ', ' if r.get('more_steps') else ''}sampling, vae_decode | "
+            f"{r['more_steps'] + ', ' if r.get('more_steps') else ''}sampling, vae_decode"
+            f"{', ' + r['after_steps'] if r.get('after_steps') else ''} | "
             f"{r.get('iterations')} of {steps} | {r.get('model_calls') or 0:g}"
             f"{' (' + r['experts'] + ')' if 'experts' in r else ''} | "
             f"{r.get('evaluations_per_step') or 0:g} | {r.get('conditioning')} | {r.get('classified')} | "

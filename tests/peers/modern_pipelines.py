@@ -3,12 +3,14 @@
 Every class is the real one from the newest diffusers / transformers on PyPI
 (tests/peers/requirements-modern.txt): FluxPipeline, WanPipeline (Wan 2.1, Wan 2.2 A14B
 with ``transformer_2`` and ``boundary_ratio``, Wan 2.2 TI2V-5B), WanImageToVideoPipeline,
-StableDiffusion3Pipeline, QwenImagePipeline, LTXPipeline, HunyuanVideoPipeline,
-HunyuanVideo15Pipeline, Flux2Pipeline, Flux2KleinPipeline, their transformers, VAEs and text
-and image encoders. Depth is one
+StableDiffusion3Pipeline, QwenImagePipeline, LTXPipeline, LTX2Pipeline (audio + video),
+HunyuanVideoPipeline, HunyuanVideo15Pipeline, Flux2Pipeline, Flux2KleinPipeline, their
+transformers, VAEs and text and image encoders (LTX-2: also its text connectors, audio VAE and
+vocoder). Depth is one
 layer and the inner widths are a few channels, so a step takes well under a second on one
 core; the widths genscope's family checks read are the real ones: T5-XXL / umT5-XXL / Llama
 4096, CLIP-L 768 (pooled 768), CLIP-G 1280 (SD3's pooled 768 + 1280 = 2048), Qwen2.5-VL 3584,
+Gemma-3-12B 3840 (LTX-2),
 and the latent channels (16, LTX 128) and VAE factors (8 spatial; 4 temporal for Wan and
 HunyuanVideo; 32 x 8 for LTX). Weights are random with a fixed seed.
 
@@ -458,4 +460,60 @@ def hunyuan_video15():
         text_encoder=text_encoder, tokenizer=_chat_tokenizer(1108), transformer=transformer,
         vae=vae, scheduler=_flow_scheduler(shift=7.0), text_encoder_2=byt5,
         tokenizer_2=make_tokenizer("t5", 256), guider=ClassifierFreeGuidance(guidance_scale=6.0))
+    return _done(pipe)
+
+
+def ltx2():
+    """LTX2Pipeline (LTX-2.0, audio + video): Gemma 3 text encoder (Gemma3ForConditionalGeneration,
+    hidden 3840 as Gemma-3-12B; every layer's hidden states stacked: 3840 x 2 for this one-layer
+    encoder, 3840 x 49 for the real 48 layers) x 128 tokens, the text connectors
+    (LTX2TextConnectors: proj_in to 3840, no connector blocks here, 2 in the real one) giving the
+    transformer 3840-wide video and audio contexts, LTX2VideoTransformer3DModel (video tokens
+    (B, N, 128), audio tokens (B, L, 128) = 8 latent channels x 16 mel bins), the LTX-2 video VAE
+    (128 channels, 32 spatial, 8 temporal), the LTX-2 audio VAE (8 channels, 64 mel bins, 4x
+    mel and time compression) and the vocoder (mel spectrogram to waveform)."""
+    from diffusers import (AutoencoderKLLTX2Audio, AutoencoderKLLTX2Video, LTX2Pipeline,
+                           LTX2VideoTransformer3DModel)
+    from diffusers.pipelines.ltx2 import LTX2TextConnectors
+    from diffusers.pipelines.ltx2.vocoder import LTX2Vocoder
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration
+
+    torch.manual_seed(0)
+    text = dict(vocab_size=_vocab(), hidden_size=3840, intermediate_size=16, num_hidden_layers=1,
+                num_attention_heads=2, num_key_value_heads=1, head_dim=8,
+                max_position_embeddings=1024, pad_token_id=0, eos_token_id=1, bos_token_id=7)
+    config = Gemma3Config(
+        text_config=text, vision_config=dict(hidden_size=16, intermediate_size=16,
+                                             num_hidden_layers=1, num_attention_heads=2,
+                                             image_size=28, patch_size=14),
+        mm_tokens_per_image=4, boi_token_index=_vocab() - 3, eoi_token_index=_vocab() - 2,
+        image_token_index=_vocab() - 1)
+    text_encoder = Gemma3ForConditionalGeneration(config)
+    connectors = LTX2TextConnectors(
+        caption_channels=3840, text_proj_in_factor=2, video_connector_num_attention_heads=30,
+        video_connector_attention_head_dim=128, video_connector_num_layers=0,
+        video_connector_num_learnable_registers=None, audio_connector_num_attention_heads=30,
+        audio_connector_attention_head_dim=128, audio_connector_num_layers=0,
+        audio_connector_num_learnable_registers=None, connector_rope_base_seq_len=128)
+    transformer = LTX2VideoTransformer3DModel(
+        in_channels=128, out_channels=128, num_attention_heads=2, attention_head_dim=8,
+        cross_attention_dim=16, audio_in_channels=128, audio_out_channels=128,
+        audio_num_attention_heads=2, audio_attention_head_dim=8, audio_cross_attention_dim=16,
+        num_layers=1, caption_channels=3840, rope_type="split")
+    vae = AutoencoderKLLTX2Video(
+        latent_channels=128, block_out_channels=(8, 8, 8, 8), decoder_block_out_channels=(8, 8, 8),
+        layers_per_block=(1, 1, 1, 1, 1), decoder_layers_per_block=(1, 1, 1, 1),
+        decoder_inject_noise=(False,) * 4, upsample_residual=(False,) * 3,
+        upsample_factor=(1, 1, 1), timestep_conditioning=False, decoder_causal=False,
+        spatial_compression_ratio=32, temporal_compression_ratio=8)
+    audio_vae = AutoencoderKLLTX2Audio(base_channels=128, ch_mult=(1, 1, 1), num_res_blocks=1,
+                                       latent_channels=8, mel_bins=64, resolution=32)
+    vocoder = LTX2Vocoder(in_channels=2 * 64, hidden_channels=16, out_channels=2,
+                          upsample_kernel_sizes=[4, 4], upsample_factors=[2, 2],
+                          resnet_kernel_sizes=[3], resnet_dilations=[[1, 3, 5]],
+                          output_sampling_rate=16000)
+    tokenizer = make_tokenizer("llama", 128)
+    pipe = LTX2Pipeline(scheduler=_flow_scheduler(shift=1.0, use_dynamic_shifting=True), vae=vae,
+                        audio_vae=audio_vae, text_encoder=text_encoder, tokenizer=tokenizer,
+                        connectors=connectors, transformer=transformer, vocoder=vocoder)
     return _done(pipe)

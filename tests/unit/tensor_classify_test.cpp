@@ -78,8 +78,9 @@ TEST(ClassifyLatent, ImageVideoPackedLayouts) {
   EXPECT_EQ(families(wan.candidates), (std::set<F>{F::kWan21, F::kHunyuanVideo}));
   EXPECT_EQ(families(classify_latent(Shape{1, 48, 31, 44, 80}).candidates),
             std::set<F>{F::kWan22TI2V});
+  // 128 channels, 5-D: the LTX video VAE, LTX-Video's and LTX-2's alike.
   EXPECT_EQ(families(classify_latent(Shape{1, 128, 16, 16, 22}).candidates),
-            std::set<F>{F::kLtxVideo});
+            (std::set<F>{F::kLtxVideo, F::kLtx2}));
   EXPECT_EQ(families(classify_latent(Shape{1, 16, 1, 128, 128}).candidates),
             (std::set<F>{F::kWan21, F::kQwenImage, F::kHunyuanVideo}));
   auto packed = classify_latent(Shape{1, 4096, 64});
@@ -116,8 +117,8 @@ TEST(ClassifyLatent, SourceSizeRatiosAndTemporalRules) {
   EXPECT_EQ(expected_latent_frames(F::kSDXL, 5), 1);
   auto ltx = classify_latent(Shape{1, 128, 16, 16, 22}, {.height = 512, .width = 704, .frames = 121});
   EXPECT_DOUBLE_EQ(ltx.spatial_ratio, 1024.0);
-  ASSERT_EQ(ltx.checks.size(), 1u);
-  EXPECT_TRUE(ltx.checks[0].passed);
+  ASSERT_EQ(ltx.checks.size(), 2u);  // LTX-Video and LTX-2: the same VAE factors
+  EXPECT_TRUE(ltx.checks[0].passed && ltx.checks[1].passed);
   // A wrong frame count fails the size check for every candidate.
   auto bad = classify_latent(Shape{1, 16, 20, 60, 104}, {.height = 480, .width = 832, .frames = 81});
   ASSERT_FALSE(bad.checks.empty());
@@ -132,18 +133,19 @@ TEST(ClassifyLatent, SourceSizeRatiosAndTemporalRules) {
   auto ltx_tokens = classify_latent(Shape{1, 5632, 128}, {.height = 512, .width = 704, .frames = 121});
   EXPECT_EQ(ltx_tokens.layout, LatentLayout::kPacked);
   EXPECT_EQ(ltx_tokens.channels, 128);
-  EXPECT_EQ(families(ltx_tokens.candidates), std::set<F>{F::kLtxVideo});
-  ASSERT_EQ(ltx_tokens.checks.size(), 1u);
+  EXPECT_EQ(families(ltx_tokens.candidates), (std::set<F>{F::kLtxVideo, F::kLtx2}));
+  ASSERT_EQ(ltx_tokens.checks.size(), 2u);
   EXPECT_TRUE(ltx_tokens.checks[0].passed) << ltx_tokens.checks[0].reason;
+  EXPECT_TRUE(ltx_tokens.checks[1].passed) << ltx_tokens.checks[1].reason;
   EXPECT_DOUBLE_EQ(ltx_tokens.spatial_ratio, 1024.0);
   // One latent frame short: the size check fails.
   auto ltx_short = classify_latent(Shape{1, 5280, 128}, {.height = 512, .width = 704, .frames = 121});
-  ASSERT_EQ(ltx_short.checks.size(), 1u);
-  EXPECT_FALSE(ltx_short.checks[0].passed);
+  ASSERT_EQ(ltx_short.checks.size(), 2u);
+  EXPECT_FALSE(ltx_short.checks[0].passed || ltx_short.checks[1].passed);
   // 128-wide tokens are LTX's or Flux.2's (2x2 patches of 32 channels); 64-wide ones are
   // never LTX.
   EXPECT_EQ(families(classify_latent(Shape{1, 8, 128}).candidates),
-            (std::set<F>{F::kLtxVideo, F::kFlux2, F::kFlux2Klein4B, F::kFlux2Klein9B}));
+            (std::set<F>{F::kLtxVideo, F::kLtx2, F::kFlux2, F::kFlux2Klein4B, F::kFlux2Klein9B}));
   EXPECT_EQ(families(classify_latent(Shape{1, 8, 64}).candidates),
             (std::set<F>{F::kFlux1Dev, F::kFlux1Schnell, F::kQwenImage}));
   auto sdxl = classify_latent(Shape{1, 4, 128, 128}, {.height = 1024, .width = 1024});
@@ -195,7 +197,7 @@ TEST(Checks, ValidationLines) {
 }
 
 TEST(Families, NamesRoundTrip) {
-  for (int i = 0; i <= static_cast<int>(ModelFamily::kHunyuanVideo15); ++i) {
+  for (int i = 0; i <= static_cast<int>(ModelFamily::kLtx2); ++i) {
     const auto f = static_cast<ModelFamily>(i);
     EXPECT_EQ(parse_family(family_name(f)), f) << family_name(f);
   }
@@ -208,6 +210,14 @@ TEST(Families, NamesRoundTrip) {
   EXPECT_EQ(context_width(ModelFamily::kFlux2), 15360);
   EXPECT_EQ(latent_channels(ModelFamily::kHunyuanVideo15), 32);
   EXPECT_EQ(spatial_factor(ModelFamily::kHunyuanVideo15), 16);
+  // LTX-2: Gemma-3-12B's 3840 after the text connectors; LTX's video VAE (128 channels, 32 x 8).
+  EXPECT_EQ(parse_family("ltx2"), ModelFamily::kLtx2);
+  EXPECT_EQ(parse_family("LTX-2"), ModelFamily::kLtx2);
+  EXPECT_EQ(parse_family("ltx"), ModelFamily::kLtxVideo);  // "ltx" stays LTX-Video
+  EXPECT_EQ(context_width(ModelFamily::kLtx2), 3840);
+  EXPECT_EQ(latent_channels(ModelFamily::kLtx2), 128);
+  EXPECT_EQ(spatial_factor(ModelFamily::kLtx2), 32);
+  EXPECT_EQ(expected_latent_frames(ModelFamily::kLtx2, 121), 16);
 }
 
 TEST(Families, AliasesNameSeveralFamilies) {
@@ -228,6 +238,10 @@ TEST(ClassifyConditioning, NewFamilies) {
   EXPECT_EQ(cond({1, 1000, 3584}), (std::set<F>{F::kQwenImage, F::kHunyuanVideo15}));
   EXPECT_EQ(cond({1, 144, 3584}), std::set<F>{F::kQwenImage});
   EXPECT_TRUE(cond({1, 300, 15360}).empty());  // Flux.2 pads to 512
+  // LTX-2: 3840-wide context (Gemma 3 through the connectors), up to max_sequence_length 1024.
+  EXPECT_EQ(cond({2, 1024, 3840}), std::set<F>{F::kLtx2});
+  EXPECT_EQ(cond({1, 128, 3840}), std::set<F>{F::kLtx2});
+  EXPECT_TRUE(cond({1, 1025, 3840}).empty());
 }
 
 std::set<ModelFamily> latent(Shape shape, SourceSize source = {}) {
@@ -237,12 +251,12 @@ std::set<ModelFamily> latent(Shape shape, SourceSize source = {}) {
 TEST(ClassifyLatent, NewFamilies) {
   using F = ModelFamily;
   // Flux.2: 32 channels, 2x2 patches -> 128-wide tokens, shared in width with LTX's 1x1x1.
-  EXPECT_EQ(latent({1, 64, 128}), (std::set<F>{F::kLtxVideo, F::kFlux2, F::kFlux2Klein4B,
-                                               F::kFlux2Klein9B}));
+  EXPECT_EQ(latent({1, 64, 128}), (std::set<F>{F::kLtxVideo, F::kLtx2, F::kFlux2,
+                                               F::kFlux2Klein4B, F::kFlux2Klein9B}));
   EXPECT_EQ(latent({1, 64, 128}, {128, 128, 0}),
             (std::set<F>{F::kFlux2, F::kFlux2Klein4B, F::kFlux2Klein9B}));  // 8x8 tokens of 16 px
   // 9 frames: LTX's 2 latent frames x 2 x 2 tokens; Flux.2's are images, out for a video.
-  EXPECT_EQ(latent({1, 8, 128}, {64, 64, 9}), std::set<F>{F::kLtxVideo});
+  EXPECT_EQ(latent({1, 8, 128}, {64, 64, 9}), (std::set<F>{F::kLtxVideo, F::kLtx2}));
   EXPECT_EQ(latent({1, 16, 128}, {64, 64, 0}),
             (std::set<F>{F::kFlux2, F::kFlux2Klein4B, F::kFlux2Klein9B}));  // 4x4 tokens
   EXPECT_EQ(latent({1, 32, 8, 8}), (std::set<F>{F::kFlux2, F::kFlux2Klein4B, F::kFlux2Klein9B}));
@@ -281,6 +295,17 @@ TEST(ClassifyPipeline, EveryTensorNarrowsTheVerdict) {
             std::set<F>{F::kFlux2});
   EXPECT_EQ(families(verdict({2, 128, 4096}, {}, {1, 64, 128}).candidates),
             std::set<F>{F::kLtxVideo});
+  // LTX-Video and LTX-2 share the VAE and its tokens: T5-XXL 4096 x 128 or Gemma 3 3840 decide.
+  EXPECT_EQ(families(verdict({2, 128, 4096}, {}, {1, 8, 128}, {64, 64, 9}).candidates),
+            std::set<F>{F::kLtxVideo});
+  EXPECT_EQ(families(verdict({2, 1024, 3840}, {}, {1, 8, 128}, {64, 64, 9}).candidates),
+            std::set<F>{F::kLtx2});
+  EXPECT_EQ(families(verdict({2, 1024, 3840}, {}, {1, 128, 2, 2, 2}).candidates),
+            std::set<F>{F::kLtx2});
+  EXPECT_EQ(families(verdict({}, {}, {1, 8, 128}, {64, 64, 9}).candidates),
+            (std::set<F>{F::kLtxVideo, F::kLtx2}));  // latents alone: either
+  // Gemma's 3840 with another family's latents: a conflict, no family.
+  EXPECT_TRUE(verdict({1, 1024, 3840}, {}, {1, 16, 64}).candidates.empty());
   EXPECT_TRUE(verdict({1, 512, 4096}, {1, 768}, {1, 16, 64}).unique());
 }
 

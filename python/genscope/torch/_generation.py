@@ -28,7 +28,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 #: __call__ arguments recorded as labels, in this order (those present and not None).
 SETTINGS = ("prompt", "negative_prompt", "num_inference_steps", "guidance_scale", "height",
             "width", "strength", "num_frames", "fps", "frame_rate", "true_cfg_scale",
-            "guidance_scale_2", "boundary_ratio", "max_sequence_length")
+            "guidance_scale_2", "boundary_ratio", "max_sequence_length", "stg_scale",
+            "modality_scale", "audio_guidance_scale")
 _MAX_DEPTH = 64
 
 

@@ -592,6 +592,12 @@ class Instrumentation:
         context = denoiser_conditioning(args, kwargs)[0]
         if context is None or len(context.shape) != 3:
             return
+        if second and s.first_context is not None and \
+                int(context.shape[0]) != int(s.first_context.shape[0]):
+            # Not a call per prompt (true CFG's calls have one batch size): LTX-2's guidance
+            # calls after its batched CFG call (the prompt's context only). The negative
+            # prompt's step gets the batched context at the first scheduler step.
+            return
         want = (lambda r: r != "negative") if first else (lambda r: r == "negative")
         self._give_text_steps(context, want)
 
@@ -623,6 +629,12 @@ class Instrumentation:
         image = kwargs.get("encoder_hidden_states_image")  # Wan I2V: CLIP image states
         if is_tensor(image):
             self._analyze(step, "image conditioning (denoiser input)", image, "other")
+        audio = kwargs.get("audio_encoder_hidden_states")  # LTX-2: the audio stream's context
+        if is_tensor(audio):
+            self._analyze(step, "audio conditioning (denoiser input)", audio, "other")
+        audio_latents = kwargs.get("audio_hidden_states")  # LTX-2: packed audio latents
+        if is_tensor(audio_latents):
+            self._analyze(step, "audio latents (first call)", audio_latents, "other")
 
     def _denoiser_failed(self, exc: BaseException) -> None:
         s = self._sampling
@@ -753,8 +765,24 @@ class Instrumentation:
         finally:
             self._vae_depth.value = depth
         if step is not None:
-            self._guard(where, step.end)
+            self._guard(where, lambda: self._model_end(step, result))
         return result
+
+    def _model_end(self, step: Any, result: Any) -> None:
+        """Analyses the model's output tensors ("other": no family check): LTX-2's connectors
+        give the video and the audio context, its audio VAE the mel spectrogram, its vocoder
+        the waveform."""
+        try:
+            if self.analyze:
+                items = result if isinstance(result, (tuple, list)) else (result,)
+                tensors = [x for x in items if is_tensor(x)][:2]
+                if not tensors:
+                    tensors = [t for t in (first_tensor(result, "sample"),) if t is not None]
+                for i, tensor in enumerate(tensors):
+                    self._analyze(step, f"output {i}" if len(tensors) > 1 else "output", tensor,
+                                  "other")
+        finally:
+            step.end()
 
     def _model_begin(self, where: str) -> Any:
         self._end_sampling()
