@@ -80,10 +80,12 @@ def _attention_backend(denoiser: Any) -> Optional[str]:
     if not callable(modules):
         return None
     seen_dispatch = False
-    for module in modules():
+    for module in modules():  # the first attention module decides (a walk stops there)
         processor = getattr(module, "processor", None)
-        if processor is None or not hasattr(processor, "_attention_backend"):
+        if processor is None:
             continue
+        if not hasattr(processor, "_attention_backend"):
+            return None  # a processor without diffusers' attention dispatch
         seen_dispatch = True
         backend = processor._attention_backend
         if backend is not None:
