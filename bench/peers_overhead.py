@@ -192,8 +192,8 @@ def report(name, title, t, extra, load, elapsed, rounds):
         print(f"{k}: median {statistics.median(xs):.2f}")
     wins = {v: sum(g["cpu"] < p["cpu"] for g, p in zip(t["genscope"], t[v]))
             for v in ("profiler", "memray")}
-    print(f"rounds where genscope's process CPU < the peer's: profiler {wins['profiler']}/{rounds}, "
-          f"memray {wins['memray']}/{rounds}")
+    print(f"rounds where genscope's process CPU < the peer's: profiler "
+          f"{wins['profiler']}/{rounds}, memray {wins['memray']}/{rounds}")
     return statistics.median(share), rows
 
 
