@@ -68,7 +68,7 @@ def spread(xs):
     return f"{pct(statistics.median(xs))} ({pct(q[0])} .. {pct(q[2])})"
 
 
-def measure(name, rounds, tmp):
+def measure(name, rounds, tmp, verbose):
     title, build, steps, call = CASES[name]
     pipe = build()
 
@@ -149,6 +149,10 @@ def measure(name, rounds, tmp):
             if v == "genscope":
                 assert torch.equal(out, reference), f"{name}: genscope changed the output"
             t[v].append(figures)
+        if verbose:
+            print(f"round {r}: " + ", ".join(
+                f"{v} {t[v][-1]['wall'] * 1e3:.0f}/{t[v][-1]['cpu'] * 1e3:.0f}" for v in order)
+                + " ms (wall/CPU)", flush=True)
         load.append(os.getloadavg()[0])
     elapsed = time.perf_counter() - start
     return title, t, extra, load, elapsed
@@ -204,6 +208,7 @@ def main():
     # One: on 2 shared cores torch's second OpenMP thread spin-waits whenever another process
     # holds a core, and a generation then takes 2-15x its time (CPU too).
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--verbose", action="store_true", help="each round's figures")
     args = ap.parse_args()
     import diffusers
     import memray
@@ -214,7 +219,7 @@ def main():
     summary = []
     with tempfile.TemporaryDirectory(prefix="genscope-peers-overhead-") as tmp:
         for name in args.only or list(CASES):
-            measured = measure(name, args.rounds, tmp)
+            measured = measure(name, args.rounds, tmp, args.verbose)
             share, rows = report(name, *measured, args.rounds)
             summary.append((name, share, rows))
     print("\nsummary (medians): genscope bottom-up share / CPU overhead of genscope, "
