@@ -121,13 +121,12 @@ def measure(name, rounds, tmp, verbose):
            "memray": with_memray, "A2": plain}
 
     def timed(fn):
-        w0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
+        w0, c0 = time.perf_counter(), time.process_time()
         threads.begin()
         out, own_ns, after = fn()
         added = threads.end() / 1e9
         w, c = time.perf_counter() - w0, time.process_time() - c0
-        figures = dict(wall=w, cpu=c, main=time.thread_time() - m0, own=own_ns / 1e9,
-                       added=added)
+        figures = dict(wall=w, cpu=c, own=own_ns / 1e9, added=added)
         if after is not None:
             after()
         return figures, out
