@@ -14,9 +14,10 @@
    wall time and process CPU time (all threads: the sampler's work counts) are reported; the
    CPU figure is less disturbed by other processes on a shared machine.
    Bottom-up, in the same rounds: the CPU time genscope itself spends on the pipeline's thread
-   (run start and finish, instrument enter/exit, and every hook's work, which all runs through
-   Instrumentation._guard) plus the extra CPU of other threads (the sampler), divided by the
-   plain generation's CPU time: the same ratio without the noise of two whole generations.
+   (run start and finish, instrument enter/exit, and every wrapper's work minus the wrapped
+   original) plus the CPU of the threads genscope starts (the sampler, the analysis pool),
+   divided by the plain generation's CPU time: the same ratio without the noise of two whole
+   generations (python/bench/genscope_cpu.py, shared with bench/peers_overhead.py).
 2. Per-call cost of each hook, as the difference between a hooked and the same unhooked call,
    next to the cost of a bare Python function call.
 """
@@ -35,44 +36,7 @@ import genscope.torch as gt
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 from tiny_pipeline import TinyPipeline  # noqa: E402
-
-
-class TimedInstrumentation(gt.Instrumentation):
-    """instrument() whose wrappers are timed with the calling thread's CPU clock (the text
-    encoder, denoiser, scheduler and VAE wrappers, minus the wrapped originals)."""
-
-    spent_ns = 0
-
-    def _timed(self, fn, *args, **kwargs):
-        t0 = time.thread_time_ns()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            TimedInstrumentation.spent_ns += time.thread_time_ns() - t0
-
-    def _text_forward(self, name, original, *a, **k):
-        return self._timed(super()._text_forward, name, self._untimed(original), *a, **k)
-
-    def _denoiser_forward(self, original, *a, **k):
-        return self._timed(super()._denoiser_forward, self._untimed(original), *a, **k)
-
-    def _untimed(self, original):
-        def call(*a, **k):
-            t0 = time.thread_time_ns()
-            try:
-                return original(*a, **k)
-            finally:
-                TimedInstrumentation.spent_ns -= time.thread_time_ns() - t0
-        return call
-
-    def _scheduler_step(self, original, *a, **k):
-        return self._timed(super()._scheduler_step, self._untimed(original), *a, **k)
-
-    def _set_timesteps(self, original, *a, **k):
-        return self._timed(super()._set_timesteps, self._untimed(original), *a, **k)
-
-    def _vae_call(self, kind, name, original, *a, **k):
-        return self._timed(super()._vae_call, kind, name, self._untimed(original), *a, **k)
+from genscope_cpu import ThreadCpu, instrumented as instrumented_run  # noqa: E402
 
 
 def generation_overhead(rounds, steps, size, sample_interval_ms):
@@ -85,26 +49,21 @@ def generation_overhead(rounds, steps, size, sample_interval_ms):
                     height=size, width=size)
 
     def instrumented():
-        TimedInstrumentation.spent_ns = 0
-        t0 = time.thread_time_ns()
-        run = monitor.start_run(pipeline="t2i")
-        inst = TimedInstrumentation(pipe, run)
-        inst.__enter__()
-        t1 = time.thread_time_ns()
-        plain()
-        t2 = time.thread_time_ns()
-        inst.__exit__(None, None, None)
-        run.finish()
-        t3 = time.thread_time_ns()
-        return (t1 - t0) + (t3 - t2) + TimedInstrumentation.spent_ns  # genscope, this thread
+        return instrumented_run(monitor, pipe, plain, pipeline="t2i")[1]  # genscope, this thread
 
     def timed(fn):
         w0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
+        threads.begin()
         own_ns = fn()
+        added = threads.end() / 1e9
         w, c, m = time.perf_counter() - w0, time.process_time() - c0, time.thread_time() - m0
-        return w, c, m, own_ns, c - m  # wall, process CPU, main-thread CPU, genscope, others
+        # wall, process CPU, main-thread CPU, genscope on this thread, threads started since
+        # the warm-up of the plain generation (the sampler's)
+        return w, c, m, own_ns, added
 
-    plain(), instrumented()  # warm-up (allocator, first-call costs)
+    plain()  # warm-up (allocator, first-call costs, torch's threads)
+    threads = ThreadCpu()
+    instrumented()
     results = {"wall": ([], [], [], []), "cpu": ([], [], [], [])}
     bottom_up, main_plain = [], []
     order = [("A", plain), ("B", instrumented), ("A2", plain)]
@@ -119,7 +78,7 @@ def generation_overhead(rounds, steps, size, sample_interval_ms):
             base.append((a + a2) / 2)
             instr.append(b)
         plain_main = (t["A"][2] + t["A2"][2]) / 2
-        other_threads = t["B"][4] - (t["A"][4] + t["A2"][4]) / 2  # the sampler thread
+        other_threads = t["B"][4]  # the sampler thread, and any other genscope starts
         bottom_up.append((t["B"][3] / 1e9, other_threads, plain_main, t["B"][0]))
         main_plain.append(plain_main)
     return results, bottom_up

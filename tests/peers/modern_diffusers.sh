@@ -7,19 +7,27 @@
 # video-stats).
 #
 #   tests/peers/modern_diffusers.sh [modern_check.py options, e.g. --table FILE --only wan2.1]
+#   tests/peers/modern_diffusers.sh --script FILE [FILE's options]   (another script in the same
+#                                   venv and environment: bench/peers_overhead.py)
 #
 # The venv (tests/peers/requirements-modern.txt, from PyPI) is prepared once, under a flock, in
 # ${GENSCOPE_PEERS_CACHE:-~/.cache/genscope-peers}/modern-venv-<hash of the requirements>; a
 # later run reuses it. Environment: GENSCOPE_BUILD_DIR (default <repo>/build: its python/
-# folder holds the built module). Exit 77 (skipped) with a SKIP line when the module is not
-# built or the venv cannot be had (no Python 3.11, no PyPI); 0 when every check passes, 1
-# otherwise.
+# folder holds the built module); GENSCOPE_PEERS_PREPARE=0: skip when the venv is not ready
+# instead of preparing it (scripts/bench). Exit 77 (skipped) with a SKIP line when the module
+# is not built or the venv cannot be had (no Python 3.11, no PyPI); 0 when every check passes,
+# 1 otherwise.
 set -euo pipefail
 skip() { echo "SKIP: $*"; exit 77; }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${GENSCOPE_BUILD_DIR:-$ROOT/build}
 CACHE=${GENSCOPE_PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/genscope-peers}
 REQ=$ROOT/tests/peers/requirements-modern.txt
+SCRIPT=$ROOT/tests/peers/modern_check.py
+if [ "${1:-}" = --script ]; then
+  SCRIPT=$(realpath "${2:?--script FILE}")
+  shift 2
+fi
 ls "$BUILD"/python/genscope/_genscope.cpython-311-*.so >/dev/null 2>&1 ||
   skip "the Python module is not built for CPython 3.11 ($BUILD/python/genscope; build _genscope)"
 BASE=/usr/bin/python3
@@ -35,6 +43,8 @@ prepare() {
     "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$REQ" &&
     touch "$VENV/.ready"
 }
+[ "${GENSCOPE_PEERS_PREPARE:-1}" != 0 ] || [ -f "$VENV/.ready" ] ||
+  skip "$VENV is not prepared (GENSCOPE_PEERS_PREPARE=0; this script without it prepares it)"
 start=$(date +%s)
 if ! (flock 9; prepare) 9>"$CACHE/modern-venv.lock" >"$VENV.log" 2>&1; then
   tail -n 5 "$VENV.log"
@@ -44,4 +54,4 @@ echo "venv: $VENV ($(($(date +%s) - start)) s to prepare or find)"
 export PYTHONPATH=$BUILD/python:$ROOT/tests/peers${PYTHONPATH:+:$PYTHONPATH}
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
 export TRANSFORMERS_VERBOSITY=error DIFFUSERS_VERBOSITY=error
-exec "$VENV/bin/python" -W ignore "$ROOT/tests/peers/modern_check.py" "$@"
+exec "$VENV/bin/python" -W ignore "$SCRIPT" "$@"
