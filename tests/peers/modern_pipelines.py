@@ -335,17 +335,17 @@ def _flux2_parts(text_dim):
 
 
 def flux2():
-    """Flux2Pipeline: Mistral-Small-3.1 (Mistral3ForConditionalGeneration, hidden 5120; three
-    layers' hidden states side by side: 15360) x 512 tokens, no pooled vector. The encoder has
-    3 layers and the pipeline is called with text_encoder_out_layers=(1, 2, 3) (the real: 10,
-    20, 30 of 40): the same width."""
+    """Flux2Pipeline: Mistral-Small-3.1 (Mistral3ForConditionalGeneration, hidden 5120; the
+    hidden states of layers 10, 20 and 30, the pipeline's default text_encoder_out_layers, side
+    by side: 15360) x 512 tokens, no pooled vector. The encoder has the real 40 layers, each
+    with 2 heads of 8 and an MLP 16 wide (1.1 M parameters a layer)."""
     from diffusers import Flux2Pipeline
     from transformers import Mistral3Config, Mistral3ForConditionalGeneration
 
     torch.manual_seed(0)
     config = Mistral3Config(
         text_config=dict(model_type="mistral", vocab_size=_vocab(), hidden_size=5120,
-                         intermediate_size=16, num_hidden_layers=3, num_attention_heads=2,
+                         intermediate_size=16, num_hidden_layers=40, num_attention_heads=2,
                          num_key_value_heads=1, head_dim=8, max_position_embeddings=1024),
         vision_config=dict(model_type="pixtral", hidden_size=16, intermediate_size=16,
                            num_hidden_layers=1, num_attention_heads=2, head_dim=8,
@@ -361,14 +361,15 @@ def flux2():
 
 def flux2_klein(width=2560):
     """Flux2KleinPipeline (not distilled: true CFG, a call per prompt): Qwen3 (hidden 2560 for
-    Klein 4B; three layers side by side: 7680) x 512 tokens; 3 layers, called with
-    text_encoder_out_layers=(1, 2, 3) (the real: 9, 18, 27)."""
+    Klein 4B, 4096 for 9B; the hidden states of layers 9, 18 and 27, the pipeline's default
+    text_encoder_out_layers, side by side: 7680 / 12288) x 512 tokens; the real 36 layers, each
+    with 2 heads of 8 and an MLP 16 wide."""
     from diffusers import Flux2KleinPipeline
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(0)
     text_encoder = Qwen3ForCausalLM(Qwen3Config(
-        vocab_size=_vocab(), hidden_size=width, intermediate_size=16, num_hidden_layers=3,
+        vocab_size=_vocab(), hidden_size=width, intermediate_size=16, num_hidden_layers=36,
         num_attention_heads=2, num_key_value_heads=1, head_dim=8, max_position_embeddings=1024))
     transformer, vae = _flux2_parts(3 * width)
     pipe = Flux2KleinPipeline(scheduler=_flow_scheduler(shift=3.0, use_dynamic_shifting=True),
