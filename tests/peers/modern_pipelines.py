@@ -379,12 +379,11 @@ def flux2_klein(width=2560):
     return _done(pipe)
 
 
-def wan_ti2v():
-    """WanPipeline as Wan 2.2 TI2V-5B: expand_timesteps, the Wan 2.2 VAE (48 channels, 16
-    spatial = 2x2 patchify x 8, 4 temporal), umT5-XXL 4096 x 512."""
-    from diffusers import AutoencoderKLWan, WanPipeline, WanTransformer3DModel
+def _wan22_ti2v_parts():
+    """The Wan 2.2 VAE (48 channels, 16 spatial = 2x2 patchify x 8, 4 temporal) and a
+    TI2V-5B-shaped transformer (48 channels in and out)."""
+    from diffusers import AutoencoderKLWan, WanTransformer3DModel
 
-    torch.manual_seed(0)
     vae = AutoencoderKLWan(base_dim=4, z_dim=48, dim_mult=[1, 1, 1, 1], num_res_blocks=1,
                            temperal_downsample=[False, True, True], is_residual=True,
                            in_channels=12, out_channels=12, patch_size=2,
@@ -394,9 +393,34 @@ def wan_ti2v():
         patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12, in_channels=48,
         out_channels=48, text_dim=4096, freq_dim=256, ffn_dim=32, num_layers=1,
         rope_max_seq_len=32)
+    return vae, transformer
+
+
+def wan_ti2v():
+    """WanPipeline as Wan 2.2 TI2V-5B: expand_timesteps, the Wan 2.2 VAE (48 channels, 16
+    spatial = 2x2 patchify x 8, 4 temporal), umT5-XXL 4096 x 512."""
+    from diffusers import WanPipeline
+
+    torch.manual_seed(0)
+    vae, transformer = _wan22_ti2v_parts()
     pipe = WanPipeline(tokenizer=make_tokenizer("t5", 512), text_encoder=_t5(umt5=True), vae=vae,
                        scheduler=_flow_scheduler(shift=5.0), transformer=transformer,
                        expand_timesteps=True)
+    return _done(pipe)
+
+
+def wan_ti2v_i2v():
+    """WanImageToVideoPipeline as Wan 2.2 TI2V-5B's image-to-video mode: expand_timesteps, no
+    image encoder; the first frame through the Wan 2.2 VAE is the first latent frame, kept by a
+    mask (a timestep per latent patch)."""
+    from diffusers import WanImageToVideoPipeline
+
+    torch.manual_seed(0)
+    vae, transformer = _wan22_ti2v_parts()
+    pipe = WanImageToVideoPipeline(
+        tokenizer=make_tokenizer("t5", 512), text_encoder=_t5(umt5=True), vae=vae,
+        scheduler=_flow_scheduler(shift=5.0), transformer=transformer, image_encoder=None,
+        image_processor=None, expand_timesteps=True)
     return _done(pipe)
 
 

@@ -917,6 +917,11 @@ class Instrumentation:
         try:
             if kind == "latent_generation":
                 latent = latent_of_encode(result)
+                if self.family is not None and is_tensor(latent) and self._sampling is None:
+                    # Before the denoiser's first call (image-to-video's first frame): an alias
+                    # ("wan2.2") means the family these latents fit (48 channels: TI2V-5B).
+                    self._family = _genscope._resolve_family(
+                        self.family, None, None, tuple(int(d) for d in latent.shape))
                 if self.analyze and latent is not None:
                     self._analyze(step, "latents (encoded)", latent, "latent")
             else:
