@@ -449,6 +449,23 @@ def wan_i2v():
     return _done(pipe)
 
 
+def flux_img2img():
+    """FluxImg2ImgPipeline with flux()'s parts: the input image through the VAE, noised to the
+    strength's timestep."""
+    from diffusers import FluxImg2ImgPipeline
+
+    return _done(FluxImg2ImgPipeline(**flux().components))
+
+
+def wan_v2v():
+    """WanVideoToVideoPipeline with wan()'s parts: the input video through the Wan VAE."""
+    from diffusers import WanVideoToVideoPipeline
+
+    parts = wan().components
+    return _done(WanVideoToVideoPipeline(**{k: parts[k] for k in (
+        "tokenizer", "text_encoder", "transformer", "vae", "scheduler")}))
+
+
 def first_frame(height, width):
     """A fixed RGB PIL image (the image-to-video pipelines' first frame)."""
     from PIL import Image
