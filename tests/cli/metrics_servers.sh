@@ -258,4 +258,28 @@ wait_for 20 check_value "genscope_runs_total{job=\"genscope\",instance=\"$host\"
   fail "Prometheus never scraped runs_total 3"
 expect_value "increase(genscope_runs_total{job=\"genscope\",instance=\"$host\",status=\"ok\"}[10m])" 'v >= 1.9'
 expect_value "resets(genscope_runs_total{job=\"genscope\",instance=\"$host\",status=\"ok\"}[10m])" 'v == 0'
+# Ranks: the runs of two ranks of one job on this host, pushed, are two groups
+# (job/genscope/instance/<host>/rank/<R>), neither replacing the other nor the host's own group.
+for r in 0 1; do
+  RANK=$r WORLD_SIZE=2 GENSCOPE_DISTRIBUTED_GROUP=metrics-servers-test "$GENSCOPE" demo \
+    --out "$tmp/rank$r" > "$tmp/rank$r.log" 2>&1 || fail "demo as rank $r: $(tail -3 "$tmp/rank$r.log")"
+  "$GENSCOPE" report "$tmp/rank$r/run.json" --pushgateway "http://127.0.0.1:$pg" > /dev/null \
+    2> "$tmp/rank-push$r.log" || fail "report --pushgateway of rank $r: $(cat "$tmp/rank-push$r.log")"
+done
+http_get "http://127.0.0.1:$pg/api/v1/metrics" > "$tmp/pushed-ranks.json" || fail "pushgateway API (ranks)"
+"$py" - "$tmp/pushed-ranks.json" "$host" <<'PY' || fail "rank groups"
+import json, sys
+groups = json.load(open(sys.argv[1]))["data"]
+mine = {g["labels"].get("rank"): g for g in groups
+        if g["labels"].get("job") == "genscope" and g["labels"].get("instance") == sys.argv[2]}
+assert set(mine) == {None, "0", "1"}, sorted(map(str, mine))  # the host's group and one per rank
+for rank in ("0", "1"):
+    g = mine[rank]
+    assert g["last_push_successful"] is True, g
+    info = g["genscope_run_info"]["metrics"][0]["labels"]
+    assert info["rank"] == rank and info["world_size"] == "2", info
+    assert info["group"] == "metrics-servers-test", info
+    total = g["genscope_runs_total"]["metrics"][0]
+    assert float(total["value"]) == 1.0, total  # each rank's own count, not the host's
+PY
 echo "metrics servers: ok (prometheus :$prom, pushgateway :$pg, demo :$demo_port)"
