@@ -29,6 +29,10 @@ struct HtmlReportOptions {
   std::size_t chart_spans = 1500;
   /// Sections placed before the timeline.
   std::vector<HtmlSection> lead_sections;
+  /// Each run's shift on the timeline's time axis, in ns (entry i for run i; missing: 0):
+  /// a merged generation's ranks on its merged clock (merge.hpp). Without, every run starts
+  /// at 0 (runs compared side by side).
+  std::vector<std::int64_t> run_offsets_ns;
 };
 
 /// Renders the report of one or more runs: memory timeline (steps as shaded bands, peaks

@@ -72,10 +72,16 @@ void append_array_sep(std::string& out) {
   if (out.back() != '[') out += ',';
 }
 
-std::string runs_json(std::span<const Run> runs) {
+// Run r's shift on the shared x axis (a merged generation's clock; 0 when none is given).
+std::int64_t shift_of(std::span<const std::int64_t> offsets, std::size_t r) {
+  return r < offsets.size() ? offsets[r] : 0;
+}
+
+std::string runs_json(std::span<const Run> runs, std::span<const std::int64_t> offsets) {
   std::string out = "[";
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const Run& run = runs[r];
+    const std::int64_t shift = shift_of(offsets, r);
     append_array_sep(out);
     out += "{\"label\":";
     append_json_string(out, (runs.size() > 1 ? run_letter(r) + ": " : std::string()) +
@@ -94,10 +100,11 @@ std::string runs_json(std::span<const Run> runs) {
       out += ",\"status\":";
       append_json_string(out, to_string(s.status));
       out += ",\"start\":";
-      append_seconds(out, s.start_offset_ns);
+      append_seconds(out, add_saturated(s.start_offset_ns, shift));
       out += ",\"end\":";
-      append_seconds(out,
-                     add_saturated(s.start_offset_ns, std::max<std::int64_t>(s.duration_ns, 0)));
+      append_seconds(out, add_saturated(add_saturated(s.start_offset_ns,
+                                                      std::max<std::int64_t>(s.duration_ns, 0)),
+                                        shift));
       out += ",\"depth\":";
       append_int(out, d);
       out += "}";
@@ -109,7 +116,7 @@ std::string runs_json(std::span<const Run> runs) {
 
 // One chart per unit present in the series; returns false when the unit has nothing to draw.
 bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChart& chart,
-                     std::size_t spans) {
+                     std::size_t spans, std::span<const std::int64_t> offsets) {
   // Colour by metric, the same in every run (runs differ by dash pattern).
   std::vector<std::string> metrics;
   for (const Run& run : runs) {
@@ -125,8 +132,10 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
   if (metrics.empty()) return false;
   const bool memory = chart.unit == Unit::kBytes && chart.scope != Scope::kSystem;
 
-  std::int64_t end_ns = 0;  // the longest run: the x axis spans 0 .. its end
-  for (const Run& run : runs) end_ns = std::max(end_ns, run.duration_ns);
+  std::int64_t end_ns = 0;  // the run ending last: the x axis spans 0 .. its end
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    end_ns = std::max(end_ns, add_saturated(runs[r].duration_ns, shift_of(offsets, r)));
+  }
   out += out.back() == '[' ? "{" : ",{";
   out += "\"x_range\":[0,";
   append_seconds(out, end_ns);
@@ -153,13 +162,14 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
     }
     if (columns.empty()) continue;
     const std::vector<std::size_t> rows = minmax_rows(ts, columns, spans);
+    const std::int64_t shift = shift_of(offsets, r);
     append_array_sep(out);
     out += "{\"run\":";
     append_int(out, static_cast<std::int64_t>(r));
     out += ",\"x\":[";
     for (std::size_t i = 0; i < rows.size(); ++i) {
       if (i) out += ',';
-      append_seconds(out, ts.offset_ns[rows[i]]);
+      append_seconds(out, add_saturated(ts.offset_ns[rows[i]], shift));
     }
     out += "],\"series\":[";
     for (std::size_t c = 0; c < columns.size(); ++c) {
@@ -196,7 +206,7 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
         peaks += "{\"series\":";
         append_int(peaks, static_cast<std::int64_t>(series_index));
         peaks += ",\"x\":";
-        append_seconds(peaks, at.first);
+        append_seconds(peaks, add_saturated(at.first, shift));
         peaks += ",\"y\":";
         append_number(peaks, at.second);
         peaks += ",\"step\":";
@@ -206,9 +216,9 @@ bool unit_chart_json(std::string& out, std::span<const Run> runs, const UnitChar
         peaks += "\"";
         if (when.offset_ns < 0) {
           peaks += ",\"span\":[";
-          append_seconds(peaks, s.start_offset_ns);
+          append_seconds(peaks, add_saturated(s.start_offset_ns, shift));
           peaks += ",";
-          append_seconds(peaks, end);
+          append_seconds(peaks, add_saturated(end, shift));
           peaks += "]";
         }
         peaks += "}";
@@ -274,7 +284,8 @@ std::string run_letter(std::size_t index) {
   return letters;
 }
 
-HtmlChartData html_chart_data(std::span<const Run> runs, std::size_t spans) {
+HtmlChartData html_chart_data(std::span<const Run> runs, std::size_t spans,
+                              std::span<const std::int64_t> offsets) {
   HtmlChartData data;
   std::string charts = "[";
   std::size_t stored = 0, taken = 0;
@@ -289,7 +300,7 @@ HtmlChartData html_chart_data(std::span<const Run> runs, std::size_t spans) {
       " spans of time, so spikes stay visible. Drag to zoom, double-click to reset, click a "
       "legend entry to hide a series.";
   for (const UnitChart& chart : kUnitCharts) {
-    if (!unit_chart_json(charts, runs, chart, spans)) continue;
+    if (!unit_chart_json(charts, runs, chart, spans, offsets)) continue;
     HtmlChart c{chart.id, "timeline", chart.title, sampling_note};
     if (chart.scope == Scope::kSystem) {
       c.note =
@@ -312,7 +323,7 @@ HtmlChartData html_chart_data(std::span<const Run> runs, std::size_t spans) {
                                     "Duration of each iteration of every step that marked "
                                     "iterations (the first one often carries warm-up cost)."});
   }
-  data.json = "{\"runs\":" + runs_json(runs) + ",\"charts\":" + charts + "]}";
+  data.json = "{\"runs\":" + runs_json(runs, offsets) + ",\"charts\":" + charts + "]}";
   return data;
 }
 

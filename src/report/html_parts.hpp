@@ -27,7 +27,9 @@ struct HtmlChartData {
 /// Builds the charts: one per unit of the sampled series (memory first: process and GPU on
 /// the left axis, system on the right; steps as bands, peaks marked), and iteration times.
 /// Series longer than 2 * `spans` points are min/max downsampled.
-HtmlChartData html_chart_data(std::span<const Run> runs, std::size_t spans);
+/// offsets: each run's shift on the shared time axis (HtmlReportOptions::run_offsets_ns).
+HtmlChartData html_chart_data(std::span<const Run> runs, std::size_t spans,
+                              std::span<const std::int64_t> offsets = {});
 
 /// The run's letter in reports of several runs: "A", "B", ... "Z", "AA", ...
 std::string run_letter(std::size_t index);

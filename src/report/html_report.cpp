@@ -275,7 +275,8 @@ void charts_of(std::string& body, const detail::HtmlChartData& charts, const cha
 
 std::string render_html_report(std::span<const Run> runs, const HtmlReportOptions& options) {
   const detail::HtmlChartData charts =
-      detail::html_chart_data(runs, std::max<std::size_t>(options.chart_spans, 1));
+      detail::html_chart_data(runs, std::max<std::size_t>(options.chart_spans, 1),
+                              options.run_offsets_ns);
   std::string title = options.title;
   if (title.empty()) {
     title = "genscope report";

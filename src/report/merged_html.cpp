@@ -34,7 +34,8 @@ std::string ranks_section(const MergedRun& m) {
                     (m.group_source.empty() ? "" : " (" + esc(m.group_source) + ")") + ", " +
                     std::to_string(m.ranks.size()) + " of " + std::to_string(m.world_size) +
                     " ranks. Clocks: " + esc(m.alignment) +
-                    ". In the sections below, run A is the lowest rank, B the next, and so on.</p>";
+                    ". In the sections below, run A is the lowest rank, B the next, and so on; the timeline "
+                    "shows each rank at its start on the merged clock.</p>";
   out += "<div class=\"scroll\"><table class=\"ranks\"><tr><th></th>";
   for (std::size_t r = 0; r < m.ranks.size(); ++r) {
     out += "<th class=\"num\">rank " + std::to_string(m.ranks[r].rank) + " (" + detail::run_letter(r) + ")</th>";
@@ -94,6 +95,7 @@ std::string render_merged_html(const MergedRun& m) {
   options.title = "genscope report: distributed generation (" + std::to_string(m.ranks.size()) + " ranks)";
   if (!m.runs.empty() && !m.runs.front().pipeline.name.empty()) options.title += ", " + m.runs.front().pipeline.name;
   options.lead_sections.push_back({"ranks", "Ranks", ranks_section(m)});
+  for (const MergedRank& r : m.ranks) options.run_offsets_ns.push_back(r.offset_ns);  // merged clock
   return render_html_report(m.runs, options);
 }
 

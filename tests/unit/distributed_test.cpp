@@ -11,6 +11,7 @@
 #include "genscope/chrome_trace.hpp"
 #include "genscope/distributed.hpp"
 #include "genscope/error.hpp"
+#include "genscope/html_report.hpp"
 #include "genscope/merge.hpp"
 #include "genscope/monitor.hpp"
 #include "genscope/run_json.hpp"
@@ -404,6 +405,22 @@ TEST(MergedOutputs, RankTraceHasDistributedInfoAndMergedTraceAProcessPerRank) {
   EXPECT_NE(html.find("<section id=\"ranks\"><h2>Ranks</h2>"), std::string::npos);
   EXPECT_NE(html.find("rank 1 (B)"), std::string::npos);
   EXPECT_NE(html.find("class=\"num straggler\""), std::string::npos);
+  // The timeline shows each rank at its start on the merged clock: rank 1 reaches the barrier
+  // 200 ms earlier in its own run (sampling 200 ms, not 400), so it started 200 ms later.
+  const MergedRun shifted = merge_runs({rank_run(0), rank_run(1, 0.5)});
+  ASSERT_EQ(shifted.ranks[1].offset_ns, 200'000'000);
+  const auto timeline = [](const std::string& page) {
+    const std::string open = "<script type=\"application/json\" id=\"genscope-data\">";
+    const std::size_t a = page.find(open) + open.size();
+    return json::parse(page.substr(a, page.find("</script>", a) - a));
+  };
+  const json data = timeline(render_merged_html(shifted));
+  EXPECT_DOUBLE_EQ(data["runs"][0]["steps"][0]["start"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(data["runs"][1]["steps"][0]["start"].get<double>(), 0.2);
+  EXPECT_DOUBLE_EQ(data["runs"][1]["steps"][0]["end"].get<double>(), 0.3);
+  // Two runs compared (no merged clock): both from 0.
+  const json plain = timeline(render_html_report(shifted.runs));
+  EXPECT_DOUBLE_EQ(plain["runs"][1]["steps"][0]["start"].get<double>(), 0.0);
   const std::string summary = render_merged_summary(merge_runs({rank_run(0), rank_run(1, 2.0)}), true);
   EXPECT_NE(summary.find("sampling"), std::string::npos);
   EXPECT_NE(summary.find("STRAGGLER rank 1"), std::string::npos);
