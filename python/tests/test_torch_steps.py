@@ -111,7 +111,7 @@ class LoadStepTest(unittest.TestCase):
         made_before = nn.Linear(4, 4)
         run = quiet_monitor().start_run()
         with gt.load_step(run, "vae") as loading:
-            vae = torch.load(path)
+            vae = torch.load(path, weights_only=False)  # a pickled module, as users load them
             loading.track(made_before)
         step = run.finish()["steps"][0]
         expected = sum(p.numel() for p in vae.parameters()) + 4 * 4 + 4
