@@ -9,6 +9,8 @@ or settings-<case>):
 - ``torch.compile`` of the transformer, wrapped (``OptimizedModule``) and in place
   (``module.compile()``), inductor on the CPU;
 - an attention backend (``set_attention_backend("native")``);
+- the whole pipeline in bfloat16 (``pipe.to(dtype=torch.bfloat16)``, as Flux and Wan are run):
+  every tensor analysed as BF16;
 - LoRA adapters through PEFT: ``load_lora_weights`` before the block and inside it,
   ``set_adapters`` with weights, ``fuse_lora``.
 
@@ -69,6 +71,8 @@ def _setup(case, pipe):
         pipe.transformer.set_attention_backend("native")
     elif case == "lora":
         pipe.load_lora_weights(_lora_state(pipe, seed=1), adapter_name="style")
+    elif case == "bfloat16":
+        pipe.to(dtype=torch.bfloat16)
 
 
 def _inside(case, pipe, i):
@@ -91,6 +95,7 @@ CASES = {
     "compile": ({"compiled": "transformer", "model_class": "FluxTransformer2DModel"}, {}),
     "compile-in-place": ({"compiled": "transformer"}, {}),
     "attention-backend": ({"attention_backend": "native"}, {}),
+    "bfloat16": ({}, {}),
     "lora": ({"lora_adapters": "style,detail"},
              {0: ["load_lora_weights (detail)", "set_adapters (style,detail)"],
               1: ["fuse_lora"]}),
@@ -165,6 +170,14 @@ def run_case(case, steps):
                    if k != "model_class" and doc["labels"].get(k) != v}
     if case != "lora":  # the run's labels are the first generation's settings
         check(not run_missing, f"{n}: run labels {labels}", run_missing)
+    if case == "bfloat16":  # what most Flux / Wan users run: analysed as such, checks pass
+        dtypes = {(s["name"], a["name"]): a["data"].get("dtype") for s in doc["steps"]
+                  for a in s["attachments"] if isinstance(a.get("data"), dict) and "dtype" in a["data"]}
+        failed = [c for s in doc["steps"] for a in s["attachments"]
+                  if isinstance(a.get("data"), dict) for c in a["data"].get("checks", [])
+                  if not c.get("passed")]
+        check(dtypes and set(dtypes.values()) == {"BF16"} and not failed,
+              f"{n}: every tensor analysed as BF16, no check failing", (dtypes, failed))
     if case == "lora":
         lora = [s for s in doc["steps"] if s["kind"] == "lora_application"]
         check(all(s["counters"].get("lora_layers", 0) > 0 for s in lora),
