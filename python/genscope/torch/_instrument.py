@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 import types
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .. import _genscope
 from ._components import MORE_MODELS, Components, _is_module, find_components
@@ -163,7 +163,7 @@ class Instrumentation:
             self._wrap(c.vae, "decode", functools.partial(self._vae_call, "vae_decode",
                                                           "vae.decode"))
         self._wrap_moves()
-        if not isinstance(self._pipe, dict):
+        if not isinstance(self._pipe, Mapping):  # a mapping of components has no methods of ours
             for method in _LORA_METHODS:
                 if callable(getattr(self._pipe, method, None)):
                     self._wrap(self._pipe, method, functools.partial(self._lora_call, method))
