@@ -75,6 +75,11 @@ class Family:
 
 
 NEG = "blurry"
+NEG_PROMPT = ["text_encoder (prompt)", "text_encoder (negative)"]
+LTX2_CALL = dict(prompt="a cat walking", negative_prompt=NEG, height=64, width=64, num_frames=9,
+                 frame_rate=24.0, guidance_scale=3.0, stg_scale=1.0, modality_scale=3.0,
+                 spatio_temporal_guidance_blocks=[0], max_sequence_length=128)
+LTX2_AFTER = [("custom", "audio_vae.decode"), ("custom", "vocoder")]
 CLIP_T5 = ["text_encoder (prompt)", "text_encoder_2 (prompt)"]
 FAMILIES = [
     Family("flux-dev", pipelines.flux, "flux-dev",
@@ -152,13 +157,15 @@ FAMILIES = [
     # evaluations. The audio latents step through a copy.deepcopy of the (instrumented)
     # scheduler; after vae.decode the audio VAE decodes the mel spectrogram and the vocoder
     # makes the waveform.
-    Family("ltx2", pipelines.ltx2, "ltx2",
-           dict(prompt="a cat walking", negative_prompt=NEG, height=64, width=64, num_frames=9,
-                frame_rate=24.0, guidance_scale=3.0, stg_scale=1.0, modality_scale=3.0,
-                spatio_temporal_guidance_blocks=[0], max_sequence_length=128),
-           ["text_encoder (prompt)", "text_encoder (negative)"], 3, 4, "LTX-2",
-           steps=[("custom", "connectors")],
-           after=[("custom", "audio_vae.decode"), ("custom", "vocoder")]),
+    Family("ltx2", pipelines.ltx2, "ltx2", LTX2_CALL, NEG_PROMPT, 3, 4, "LTX-2",
+           steps=[("custom", "connectors")], after=LTX2_AFTER),
+    # LTX2ImageToVideoPipeline: the first frame through vae.encode (after the connectors) is the
+    # first latent frame, kept by a mask. image_crf=0: no H.264 re-compression of the image
+    # (it needs PyAV, not in the venv).
+    Family("ltx2-i2v", pipelines.ltx2_i2v, "ltx2",
+           dict(LTX2_CALL, image=pipelines.first_frame(64, 64), image_crf=0), NEG_PROMPT, 3, 4, "LTX-2",
+           steps=[("custom", "connectors"), ("latent_generation", "vae.encode")],
+           after=LTX2_AFTER),
 ]
 
 
