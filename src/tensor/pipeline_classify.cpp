@@ -78,6 +78,18 @@ FamilyVerdict classify_pipeline(const PipelineTensors& t) {
     const LatentClassification l = classify_latent(t.latent, t.source);
     narrow(l.candidates, "latents " + shape_text(t.latent));
   }
+  if (t.audio_context && (!first || !t.audio_context->empty())) {
+    // An audio stream's context: the families with that audio width; none received: the
+    // families without an audio stream.
+    const std::int64_t width = t.audio_context->empty() ? 0 : t.audio_context->back();
+    std::vector<FamilyCandidate> seen;
+    for (const detail::FamilyInfo& f : detail::family_table()) {
+      if (f.audio_width != width) continue;
+      seen.push_back({f.family, width == 0 ? "no audio context"
+                                           : "audio context " + shape_text(*t.audio_context)});
+    }
+    narrow(seen, width == 0 ? "no audio context" : "audio context " + shape_text(*t.audio_context));
+  }
   if (first) v.notes.push_back("no tensor seen");
   return v;
 }

@@ -7,7 +7,7 @@ PYTHONPATH=<build>/python:
 
 The pipelines (modern_pipelines.py) are the real FluxPipeline, Flux2Pipeline, Flux2KleinPipeline,
 WanPipeline, WanImageToVideoPipeline, StableDiffusion3Pipeline, QwenImagePipeline, LTXPipeline,
-LTX2Pipeline, HunyuanVideoPipeline and HunyuanVideo15Pipeline, tiny, with the real conditioning widths and
+LTX2Pipeline and LTX2ImageToVideoPipeline (LTX-2.0 and LTX-2.3), HunyuanVideoPipeline and HunyuanVideo15Pipeline, tiny, with the real conditioning widths and
 latent layouts. For each family:
 - the output (images or video frames, and LTX-2's waveform; output_type="pt", a fixed
   generator) is bit-identical with and without instrument (torch.equal);
@@ -166,6 +166,15 @@ FAMILIES = [
            dict(LTX2_CALL, image=pipelines.first_frame(64, 64), image_crf=0), NEG_PROMPT, 3, 4, "LTX-2",
            steps=[("custom", "connectors"), ("latent_generation", "vae.encode")],
            after=LTX2_AFTER),
+    # LTX-2.3: the connectors' per-modality projections give a 4096-wide video context (LTX-
+    # Video's width, at its 128 tokens here) and a 2048-wide audio context, which tells them
+    # apart; family="ltx2" (the series) is resolved to LTX-2.3 by the 4096-wide context.
+    Family("ltx2.3", lambda: pipelines.ltx2("2.3"), "ltx2", LTX2_CALL, NEG_PROMPT, 3, 4,
+           "LTX-2.3", steps=[("custom", "connectors")], after=LTX2_AFTER),
+    Family("ltx2.3-i2v", lambda: pipelines.ltx2_i2v("2.3"), "ltx2",
+           dict(LTX2_CALL, image=pipelines.first_frame(64, 64), image_crf=0), NEG_PROMPT, 3, 4,
+           "LTX-2.3", steps=[("custom", "connectors"), ("latent_generation", "vae.encode")],
+           after=LTX2_AFTER),
 ]
 
 
@@ -186,6 +195,8 @@ WRONG = {
     # LTX-Video and LTX-2 share the VAE and its tokens; their text widths differ (4096 / 3840).
     "ltx2": ("ltx-video", {("conditioning (denoiser input)", "conditioning_width")}),
     "ltx-video": ("ltx2", {("conditioning (denoiser input)", "conditioning_width")}),
+    # LTX-2.3's video context is 4096 wide, LTX-2.0's 3840.
+    "ltx2.3": ("ltx2.0", {("conditioning (denoiser input)", "conditioning_width")}),
 }
 
 

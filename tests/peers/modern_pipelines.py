@@ -495,7 +495,7 @@ def _ltx2_parts(version="2.0"):
     widths): 3840-wide video and audio contexts. "2.3": per-modality projections in the
     connectors (per_modality_projections: video 4096, audio 2048 wide, gated attention), no
     caption projection in the transformer (use_prompt_embeddings=False; its cross-attention
-    reads the 4096 / 2048-wide contexts, modulated by the prompt: cross_attn_mod)."""
+    reads the 4096 / 2048-wide contexts), gated attention."""
     from diffusers import (AutoencoderKLLTX2Audio, AutoencoderKLLTX2Video,
                            LTX2VideoTransformer3DModel)
     from diffusers.pipelines.ltx2 import LTX2TextConnectors
@@ -526,15 +526,21 @@ def _ltx2_parts(version="2.0"):
         audio_connector_num_layers=0, audio_connector_num_learnable_registers=None,
         connector_rope_base_seq_len=128, per_modality_projections=v23, video_hidden_dim=4096,
         audio_hidden_dim=2048, video_gated_attn=v23, audio_gated_attn=v23)
+    # LTX-2.3's prompt modulation of the cross-attention (cross_attn_mod) scales the context at
+    # the transformer's inner width, which must then be the real 4096 / 2048 (a gigabyte of
+    # weights): off here; the contexts genscope reads are the connectors' all the same.
+    # The audio stream's inner width is its cross-attention width (the audio-video attention's
+    # rope has that size): LTX-2.3's real 2048 (32 heads x 64); LTX-2.0's tiny 16.
     widths = dict(cross_attention_dim=4096, audio_cross_attention_dim=2048,
-                  use_prompt_embeddings=False, cross_attn_mod=True, audio_cross_attn_mod=True,
-                  gated_attn=True, audio_gated_attn=True) if v23 else dict(
-        cross_attention_dim=16, audio_cross_attention_dim=16)
+                  audio_num_attention_heads=32, audio_attention_head_dim=64,
+                  use_prompt_embeddings=False, gated_attn=True,
+                  audio_gated_attn=True) if v23 else dict(
+        cross_attention_dim=16, audio_cross_attention_dim=16, audio_num_attention_heads=2,
+        audio_attention_head_dim=8)
     transformer = LTX2VideoTransformer3DModel(
         in_channels=128, out_channels=128, num_attention_heads=2, attention_head_dim=8,
-        audio_in_channels=128, audio_out_channels=128, audio_num_attention_heads=2,
-        audio_attention_head_dim=8, num_layers=1, caption_channels=3840, rope_type="split",
-        **widths)
+        audio_in_channels=128, audio_out_channels=128, num_layers=1, caption_channels=3840,
+        rope_type="split", **widths)
     vae = AutoencoderKLLTX2Video(
         latent_channels=128, block_out_channels=(8, 8, 8, 8), decoder_block_out_channels=(8, 8, 8),
         layers_per_block=(1, 1, 1, 1, 1), decoder_layers_per_block=(1, 1, 1, 1),
