@@ -166,6 +166,11 @@ FAMILIES = [
            dict(LTX2_CALL, image=pipelines.first_frame(64, 64), image_crf=0), NEG_PROMPT, 3, 4, "LTX-2",
            steps=[("custom", "connectors"), ("latent_generation", "vae.encode")],
            after=LTX2_AFTER),
+    # LTX2ConditionPipeline: a first and a last frame as conditions, each through vae.encode.
+    Family("ltx2-condition", pipelines.ltx2_condition, "ltx2",
+           dict(LTX2_CALL, conditions=pipelines.ltx2_conditions(64, 64)), NEG_PROMPT, 3, 4,
+           "LTX-2", steps=[("custom", "connectors"), ("latent_generation", "vae.encode"),
+                           ("latent_generation", "vae.encode")], after=LTX2_AFTER),
     # LTX-2.3: the connectors' per-modality projections give a 4096-wide video context (LTX-
     # Video's width, at its 128 tokens here) and a 2048-wide audio context, which tells them
     # apart; family="ltx2" (the series) is resolved to LTX-2.3 by the 4096-wide context.

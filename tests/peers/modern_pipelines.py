@@ -580,3 +580,21 @@ def ltx2_i2v(version="2.0"):
     from diffusers import LTX2ImageToVideoPipeline
 
     return _done(LTX2ImageToVideoPipeline(**_ltx2_parts(version)))
+
+
+def ltx2_condition(version="2.0"):
+    """LTX2ConditionPipeline: ltx2()'s components; frames given as conditions
+    (ltx2_conditions) are encoded by the video VAE and put at their latent frames."""
+    from diffusers import LTX2ConditionPipeline
+
+    return _done(LTX2ConditionPipeline(**_ltx2_parts(version)))
+
+
+def ltx2_conditions(height, width):
+    """LTX2ConditionPipeline's conditions: first_frame(height, width) as the first frame and a
+    second image as the last (crf=0: no H.264 re-compression, which needs PyAV)."""
+    from diffusers.pipelines.ltx2 import LTX2VideoCondition
+
+    last = first_frame(height, width).transpose(0)  # a mirrored image: another frame
+    return [LTX2VideoCondition(frames=first_frame(height, width), index=0, crf=0),
+            LTX2VideoCondition(frames=last, index=-1, crf=0)]
