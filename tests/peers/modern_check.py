@@ -29,7 +29,8 @@ latent layouts. For each family:
   copy.deepcopy inside the block give a plain object (none of genscope's wrappers) independent
   of the original: a copied scheduler steps without moving the original, a copied model or VAE
   runs its class's method bound to the copy, nothing is counted by the instrumentation;
-- LTX-2: the connectors a custom step before sampling, audio_vae.decode and vocoder custom
+- LTX-2 (2.0 and 2.3; image-to-video and frame conditions: a vae.encode step per image after
+  the connectors): the connectors a custom step before sampling, audio_vae.decode and vocoder custom
   steps after vae.decode, their outputs analysed; 3 calls and 4 evaluations per step (batched
   CFG, spatio-temporal guidance, modality isolation); the audio scheduler (the pipeline's
   copy.deepcopy of the instrumented one) steps apart from it; both text steps get the batched
