@@ -332,7 +332,12 @@ TEST(ClassifyPipeline, EveryTensorNarrowsTheVerdict) {
             std::set<F>{F::kLtx2});
   // An audio context of the wrong width, or none for Gemma's 3840: a conflict.
   EXPECT_TRUE(verdict({2, 128, 4096}, {}, {1, 8, 128}, {}, Shape{2, 128, 3840}).candidates.empty());
-  EXPECT_TRUE(verdict({2, 128, 3840}, {}, {1, 8, 128}, {}, Shape{}).candidates.empty());
+  const FamilyVerdict no_audio = verdict({2, 128, 3840}, {}, {1, 8, 128}, {}, Shape{});
+  EXPECT_TRUE(no_audio.candidates.empty());
+  EXPECT_NE(std::find(no_audio.notes.begin(), no_audio.notes.end(),
+                      "no audio context: the families without an audio stream (not LTX-2, "
+                      "LTX-2.3)"),
+            no_audio.notes.end());
   // No audio context: Wan and Flux stay themselves.
   EXPECT_EQ(families(verdict({1, 512, 4096}, {}, {1, 16, 3, 4, 4}, {}, Shape{}).candidates),
             std::set<F>{F::kWan21});
