@@ -26,7 +26,7 @@ namespace genscope {
 enum class ModelFamily {
   kSD1, kSD2, kSDXL, kSDXLRefiner, kSD3, kFlux1Dev, kFlux1Schnell, kWan21, kWan22TI2V,
   kQwenImage, kHunyuanVideo, kLtxVideo, kFlux2, kFlux2Klein4B, kFlux2Klein9B, kHunyuanVideo15,
-  kLtx2,
+  kLtx2, kLtx23,
 };
 
 /// Display name: "SD1.x", "SDXL", "Flux.1-dev", "Wan 2.x", "Wan 2.2 TI2V-5B", ...
@@ -36,7 +36,9 @@ std::string_view family_name(ModelFamily family) noexcept;
 std::optional<ModelFamily> parse_family(std::string_view name) noexcept;
 /// Every family a name can mean: one for a family's name or id, several for an alias whose
 /// models differ in their tensors ("wan2.2": A14B's 16-channel Wan 2.x and TI2V-5B's 48
-/// channels; "flux2-klein": the 4B and 9B text widths). Empty when unknown.
+/// channels; "flux2-klein": the 4B and 9B text widths; "ltx2": LTX-2.0's 3840-wide contexts or
+/// LTX-2.3's 4096 / 2048). An alias's id is looked up before the display names ("LTX-2" is the
+/// alias, as the model series). Empty when unknown.
 std::vector<ModelFamily> families_named(std::string_view name);
 
 /// One possible family and the evidence for it.
@@ -108,13 +110,18 @@ struct PipelineTensors {
   std::vector<std::int64_t> pooled;   ///< (B, width); empty = none received.
   std::vector<std::int64_t> latent;   ///< The latents the scheduler steps.
   SourceSize source;                  ///< Output size, when known.
+  /// (B, tokens, width) of the audio stream's context (LTX-2: audio_encoder_hidden_states);
+  /// empty = the denoiser received none (the families with an audio stream are out);
+  /// nullopt = not known (no narrowing).
+  std::optional<std::vector<std::int64_t>> audio_context = std::nullopt;
 };
 
 /// One verdict from every tensor seen: the families every tensor's classification allows
 /// (context width and tokens narrowed by the pooled companion, or its absence; latent rank,
 /// channels, packing and VAE factor). Flux.1-dev and Wan share a 512 x 4096 context, the
 /// latent rank tells them apart; Flux.1-schnell and HunyuanVideo share 256 x 4096 + pooled
-/// 768, the latents tell them apart.
+/// 768, the latents tell them apart; LTX-Video and LTX-2.3 share a 4096-wide context (up to
+/// 1024 tokens) and the latents, the audio context (none, or LTX-2.3's 2048) tells them apart.
 struct FamilyVerdict {
   std::vector<FamilyCandidate> candidates;  ///< Families fitting every tensor seen.
   std::vector<std::string> notes;           ///< What each tensor allowed, conflicts.
@@ -140,6 +147,8 @@ int spatial_factor(ModelFamily family) noexcept;
 int latent_channels(ModelFamily family) noexcept;
 /// Context width (last dimension) of a family's text conditioning.
 std::int64_t context_width(ModelFamily family) noexcept;
+/// Width of a family's audio context (LTX-2.0 3840, LTX-2.3 2048); 0 = no audio stream.
+std::int64_t audio_context_width(ModelFamily family) noexcept;
 
 /// A health problem found in a tensor's statistics.
 struct HealthFlag {

@@ -436,9 +436,12 @@ std::vector<std::int64_t> shape_arg(const py::object& shape) {
   return shape.is_none() ? std::vector<std::int64_t>{} : shape.cast<std::vector<std::int64_t>>();
 }
 
+// audio: None = not known, () = the denoiser received no audio context, or its shape.
 PipelineTensors pipeline_tensors(const py::object& context, const py::object& pooled,
-                                 const py::object& latent, const py::object& source) {
+                                 const py::object& latent, const py::object& source,
+                                 const py::object& audio) {
   PipelineTensors t{shape_arg(context), shape_arg(pooled), shape_arg(latent), {}};
+  if (!audio.is_none()) t.audio_context = shape_arg(audio);
   const std::vector<std::int64_t> src = shape_arg(source);
   if (src.size() >= 2) t.source.height = src[0], t.source.width = src[1];
   if (src.size() >= 3) t.source.frames = src[2];
@@ -458,25 +461,27 @@ void register_tensor(py::module_& m) {
   m.def(
       "_family_verdict",
       [](const py::object& context, const py::object& pooled, const py::object& latent,
-         const py::object& source) {
-        return to_python(
-            family_verdict_json(classify_pipeline(pipeline_tensors(context, pooled, latent, source))));
+         const py::object& source, const py::object& audio) {
+        return to_python(family_verdict_json(
+            classify_pipeline(pipeline_tensors(context, pooled, latent, source, audio))));
       },
       py::arg("context") = py::none(), py::arg("pooled") = py::none(),
       py::arg("latent") = py::none(), py::arg("source") = py::none(),
-      "The family verdict (dict) of the shapes a pipeline's denoiser was seen with.");
+      py::arg("audio") = py::none(),
+      "The family verdict (dict) of the shapes a pipeline's denoiser was seen with (audio: "
+      "the audio context's shape, () for none received, None when not known).");
   m.def(
       "_resolve_family",
       [](const std::string& name, const py::object& context, const py::object& pooled,
-         const py::object& latent) {
+         const py::object& latent, const py::object& audio) {
         const std::optional<ModelFamily> f =
-            resolve_family(name, pipeline_tensors(context, pooled, latent, py::none()));
+            resolve_family(name, pipeline_tensors(context, pooled, latent, py::none(), audio));
         if (!f) throw Error("UnknownFamily", "unknown model family '" + name + "'");
         return std::string(family_name(*f));
       },
       py::arg("name"), py::arg("context") = py::none(), py::arg("pooled") = py::none(),
-      py::arg("latent") = py::none(),
-      "The family display name an alias ('wan2.2') means for these shapes.");
+      py::arg("latent") = py::none(), py::arg("audio") = py::none(),
+      "The family display name an alias ('wan2.2', 'ltx2') means for these shapes.");
   py::class_<PyRun> run_class = py::reinterpret_borrow<py::class_<PyRun>>(m.attr("Run"));
   run_class.def("analyze_tensor_into", &analyze_into_step, py::arg("step_id"), py::arg("name"),
                 py::arg("tensor"), py::arg("role") = "other",

@@ -138,6 +138,13 @@ class FamilyTest(AnalysisCase):
         v = g._family_verdict((1, 77, 768), None, (1, 16, 64))
         self.assertIsNone(v["family"])
         self.assertTrue(any(n.startswith("conflict") for n in v["notes"]), v["notes"])
+        # LTX-Video and LTX-2.3 share a 4096 x 128 context and 128-wide tokens: the audio
+        # context decides (() = none received; None = not known: both stay).
+        ltx = ((2, 128, 4096), None, (1, 8, 128))
+        self.assertEqual(g._family_verdict(*ltx, audio=())["family"], "LTX-Video")
+        self.assertEqual(g._family_verdict(*ltx, audio=(2, 128, 2048))["family"], "LTX-2.3")
+        self.assertEqual({c["family"] for c in g._family_verdict(*ltx)["candidates"]},
+                         {"LTX-Video", "LTX-2.3"})
 
     def test_alias_resolved_by_the_tensors(self):
         from genscope import _genscope as g
@@ -146,6 +153,11 @@ class FamilyTest(AnalysisCase):
         self.assertEqual(g._resolve_family("wan2.2", (1, 512, 4096), None, (1, 16, 3, 4, 4)),
                          "Wan 2.x")
         self.assertEqual(g._resolve_family("flux2-klein", (1, 512, 12288)), "Flux.2 Klein 9B")
+        # "ltx2" is the series: LTX-2.0's 3840-wide context or LTX-2.3's 4096.
+        self.assertEqual(g._resolve_family("ltx2", (2, 128, 3840), None, (1, 8, 128), (2, 128, 3840)),
+                         "LTX-2")
+        self.assertEqual(g._resolve_family("ltx2", (2, 128, 4096), None, (1, 8, 128), (2, 128, 2048)),
+                         "LTX-2.3")
         with self.assertRaises(genscope.Error) as e:
             g._resolve_family("sd9")
         self.assertEqual(e.exception.name, "UnknownFamily")

@@ -13,7 +13,7 @@ namespace {
 
 using F = ModelFamily;
 // Sources: docs/domain.md §1 (conditioning) and §2 (latents).
-constexpr std::array<FamilyInfo, 17> kFamilies{{
+constexpr std::array<FamilyInfo, 18> kFamilies{{
     {F::kSD1, "SD1.x", "sd1,sd1.x,sd15,sd1.5", 768, "77 per chunk", 0, 4, 8, 0, 0, 0.18215},
     {F::kSD2, "SD2.x", "sd2,sd2.x,sd21,sd2.1", 1024, "77 per chunk", 0, 4, 8, 0, 0,
      0.18215},
@@ -48,14 +48,19 @@ constexpr std::array<FamilyInfo, 17> kFamilies{{
     // LTX-2.0 (audio + video): Gemma-3-12B's 49 hidden states (3840 x 49) through the text
     // connectors to 3840, the same context for the video and the audio stream; the LTX video
     // VAE's 128 channels (32 x 8) as LTX-Video's, in 1x1x1-patch tokens.
-    {F::kLtx2, "LTX-2", "ltx2,ltx-2,ltx2.0,ltx-2.0", 3840, "<= 1024", 0, 128, 32, 8, 128, 0},
+    {F::kLtx2, "LTX-2", "ltx2.0,ltx-2.0", 3840, "<= 1024", 0, 128, 32, 8, 128, 0, 3840},
+    // LTX-2.3: the connectors project Gemma 3's hidden states per modality: a 4096-wide video
+    // context, a 2048-wide audio context; LTX-2.0's VAE and tokens.
+    {F::kLtx23, "LTX-2.3", "ltx2.3,ltx-2.3", 4096, "<= 1024", 0, 128, 32, 8, 128, 0, 2048},
 }};
 
 constexpr std::array kWan22{F::kWan21, F::kWan22TI2V};
 constexpr std::array kKlein{F::kFlux2Klein4B, F::kFlux2Klein9B};
-constexpr std::array<FamilyAlias, 2> kAliases{{
+constexpr std::array kLtx2Series{F::kLtx2, F::kLtx23};
+constexpr std::array<FamilyAlias, 3> kAliases{{
     {"wan2.2,wan22", kWan22},
     {"flux2-klein,flux.2-klein,klein", kKlein},
+    {"ltx2,ltx-2", kLtx2Series},  // the series: LTX-2.0 or LTX-2.3, as the tensors show
 }};
 
 // Whether `key` is one of the comma-separated `ids`.
@@ -88,7 +93,8 @@ bool tokens_fit(ModelFamily f, std::int64_t tokens) {
     case F::kHunyuanVideo: return tokens == 256;
     case F::kLtxVideo: return tokens == 128;
     case F::kQwenImage:
-    case F::kLtx2: return tokens >= 1 && tokens <= 1024;
+    case F::kLtx2:
+    case F::kLtx23: return tokens >= 1 && tokens <= 1024;
     case F::kFlux2:
     case F::kFlux2Klein4B:
     case F::kFlux2Klein9B: return tokens == 512;
@@ -114,11 +120,12 @@ std::string_view family_name(ModelFamily family) noexcept {
 
 std::vector<ModelFamily> families_named(std::string_view name) {
   const std::string key = detail::lower(name);
-  for (const detail::FamilyInfo& f : detail::family_table()) {
-    if (detail::lower(f.name) == key || detail::listed(f.ids, key)) return {f.family};
-  }
+  // Aliases first: "ltx-2" is the series (LTX-2.0 or LTX-2.3), though LTX-2.0's display name.
   for (const detail::FamilyAlias& a : detail::family_aliases()) {
     if (detail::listed(a.ids, key)) return {a.families.begin(), a.families.end()};
+  }
+  for (const detail::FamilyInfo& f : detail::family_table()) {
+    if (detail::lower(f.name) == key || detail::listed(f.ids, key)) return {f.family};
   }
   return {};
 }
@@ -134,6 +141,10 @@ std::optional<ModelFamily> parse_family(std::string_view name) noexcept {
 
 std::int64_t context_width(ModelFamily family) noexcept {
   return detail::family_info(family).context_width;
+}
+
+std::int64_t audio_context_width(ModelFamily family) noexcept {
+  return detail::family_info(family).audio_width;
 }
 
 ConditioningClassification classify_conditioning(
@@ -204,7 +215,7 @@ ConditioningClassification classify_conditioning(
   }
   out.candidates = std::move(by_width);
   if (out.width == 4096 && out.candidates.size() > 1) {
-    out.notes.push_back("width 4096 (T5-XXL class) is shared by SD3, Flux, Wan, HunyuanVideo and LTX; a pooled companion or the sequence length narrows it");
+    out.notes.push_back("width 4096 (T5-XXL class) is shared by SD3, Flux, Wan, HunyuanVideo, LTX-Video and LTX-2.3's video context; a pooled companion, the sequence length, the latents or an audio context narrow it");
   }
   for (const FamilyCandidate& c : out.candidates) {
     if (c.family == ModelFamily::kWan21) {

@@ -24,6 +24,7 @@ struct FamilyInfo {
                               // 32 channels (Flux.2) or LTX's 1x1x1 patches of 128 channels;
                               // 0 = latents stay (B,C,H,W)/(B,C,T,H,W)
   double scale;               // scaling factor (0 = per-channel mean/std normalisation)
+  std::int64_t audio_width = 0;  // last dim of the audio stream's context (LTX-2); 0 = none
 };
 
 /// An alias naming several families whose tensors differ ("wan2.2").

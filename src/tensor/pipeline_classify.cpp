@@ -38,8 +38,10 @@ FamilyVerdict classify_pipeline(const PipelineTensors& t) {
   bool first = true;
   // Keeps the candidates of `kept` also in `seen` (the reasons joined); the first tensor
   // seeds the set.
-  auto narrow = [&](const std::vector<FamilyCandidate>& seen, const std::string& what) {
-    v.notes.push_back(what + ": " + names(seen));
+  // `allowed`: the note's text for `seen` (its family names when empty).
+  auto narrow = [&](const std::vector<FamilyCandidate>& seen, const std::string& what,
+                    const std::string& allowed = "") {
+    v.notes.push_back(what + ": " + (allowed.empty() ? names(seen) : allowed));
     if (first) {
       v.candidates = seen;
       first = false;
@@ -77,6 +79,27 @@ FamilyVerdict classify_pipeline(const PipelineTensors& t) {
   if (!t.latent.empty()) {
     const LatentClassification l = classify_latent(t.latent, t.source);
     narrow(l.candidates, "latents " + shape_text(t.latent));
+  }
+  if (t.audio_context && (!first || !t.audio_context->empty())) {
+    // An audio stream's context: the families with that audio width; none received: the
+    // families without an audio stream.
+    const std::int64_t width = t.audio_context->empty() ? 0 : t.audio_context->back();
+    std::vector<FamilyCandidate> seen;
+    std::string with_audio;  // the families with an audio stream, out when there is none
+    for (const detail::FamilyInfo& f : detail::family_table()) {
+      if (f.audio_width != 0 && width == 0) {
+        with_audio += (with_audio.empty() ? "" : ", ") + std::string(f.name);
+      }
+      if (f.audio_width != width) continue;
+      seen.push_back({f.family, width == 0 ? "no audio context"
+                                           : "audio context " + shape_text(*t.audio_context)});
+    }
+    if (width == 0) {
+      narrow(seen, "no audio context", "the families without an audio stream (not " +
+                                           with_audio + ")");
+    } else {
+      narrow(seen, "audio context " + shape_text(*t.audio_context));
+    }
   }
   if (first) v.notes.push_back("no tensor seen");
   return v;

@@ -7,7 +7,7 @@ PYTHONPATH=<build>/python:
 
 The pipelines (modern_pipelines.py) are the real FluxPipeline, Flux2Pipeline, Flux2KleinPipeline,
 WanPipeline, WanImageToVideoPipeline, StableDiffusion3Pipeline, QwenImagePipeline, LTXPipeline,
-LTX2Pipeline, HunyuanVideoPipeline and HunyuanVideo15Pipeline, tiny, with the real conditioning widths and
+LTX2Pipeline and LTX2ImageToVideoPipeline (LTX-2.0 and LTX-2.3), HunyuanVideoPipeline and HunyuanVideo15Pipeline, tiny, with the real conditioning widths and
 latent layouts. For each family:
 - the output (images or video frames, and LTX-2's waveform; output_type="pt", a fixed
   generator) is bit-identical with and without instrument (torch.equal);
@@ -29,7 +29,8 @@ latent layouts. For each family:
   copy.deepcopy inside the block give a plain object (none of genscope's wrappers) independent
   of the original: a copied scheduler steps without moving the original, a copied model or VAE
   runs its class's method bound to the copy, nothing is counted by the instrumentation;
-- LTX-2: the connectors a custom step before sampling, audio_vae.decode and vocoder custom
+- LTX-2 (2.0 and 2.3; image-to-video and frame conditions: a vae.encode step per image after
+  the connectors): the connectors a custom step before sampling, audio_vae.decode and vocoder custom
   steps after vae.decode, their outputs analysed; 3 calls and 4 evaluations per step (batched
   CFG, spatio-temporal guidance, modality isolation); the audio scheduler (the pipeline's
   copy.deepcopy of the instrumented one) steps apart from it; both text steps get the batched
@@ -77,6 +78,11 @@ class Family:
 
 
 NEG = "blurry"
+NEG_PROMPT = ["text_encoder (prompt)", "text_encoder (negative)"]
+LTX2_CALL = dict(prompt="a cat walking", negative_prompt=NEG, height=64, width=64, num_frames=9,
+                 frame_rate=24.0, guidance_scale=3.0, stg_scale=1.0, modality_scale=3.0,
+                 spatio_temporal_guidance_blocks=[0], max_sequence_length=128)
+LTX2_AFTER = [("custom", "audio_vae.decode"), ("custom", "vocoder")]
 CLIP_T5 = ["text_encoder (prompt)", "text_encoder_2 (prompt)"]
 FAMILIES = [
     Family("flux-dev", pipelines.flux, "flux-dev",
@@ -167,13 +173,29 @@ FAMILIES = [
     # evaluations. The audio latents step through a copy.deepcopy of the (instrumented)
     # scheduler; after vae.decode the audio VAE decodes the mel spectrogram and the vocoder
     # makes the waveform.
-    Family("ltx2", pipelines.ltx2, "ltx2",
-           dict(prompt="a cat walking", negative_prompt=NEG, height=64, width=64, num_frames=9,
-                frame_rate=24.0, guidance_scale=3.0, stg_scale=1.0, modality_scale=3.0,
-                spatio_temporal_guidance_blocks=[0], max_sequence_length=128),
-           ["text_encoder (prompt)", "text_encoder (negative)"], 3, 4, "LTX-2",
-           steps=[("custom", "connectors")],
-           after=[("custom", "audio_vae.decode"), ("custom", "vocoder")]),
+    Family("ltx2", pipelines.ltx2, "ltx2", LTX2_CALL, NEG_PROMPT, 3, 4, "LTX-2",
+           steps=[("custom", "connectors")], after=LTX2_AFTER),
+    # LTX2ImageToVideoPipeline: the first frame through vae.encode (after the connectors) is the
+    # first latent frame, kept by a mask. image_crf=0: no H.264 re-compression of the image
+    # (it needs PyAV, not in the venv).
+    Family("ltx2-i2v", pipelines.ltx2_i2v, "ltx2",
+           dict(LTX2_CALL, image=pipelines.first_frame(64, 64), image_crf=0), NEG_PROMPT, 3, 4, "LTX-2",
+           steps=[("custom", "connectors"), ("latent_generation", "vae.encode")],
+           after=LTX2_AFTER),
+    # LTX2ConditionPipeline: a first and a last frame as conditions, each through vae.encode.
+    Family("ltx2-condition", pipelines.ltx2_condition, "ltx2",
+           dict(LTX2_CALL, conditions=pipelines.ltx2_conditions(64, 64)), NEG_PROMPT, 3, 4,
+           "LTX-2", steps=[("custom", "connectors"), ("latent_generation", "vae.encode"),
+                           ("latent_generation", "vae.encode")], after=LTX2_AFTER),
+    # LTX-2.3: the connectors' per-modality projections give a 4096-wide video context (LTX-
+    # Video's width, at its 128 tokens here) and a 2048-wide audio context, which tells them
+    # apart; family="ltx2" (the series) is resolved to LTX-2.3 by the 4096-wide context.
+    Family("ltx2.3", lambda: pipelines.ltx2("2.3"), "ltx2", LTX2_CALL, NEG_PROMPT, 3, 4,
+           "LTX-2.3", steps=[("custom", "connectors")], after=LTX2_AFTER),
+    Family("ltx2.3-i2v", lambda: pipelines.ltx2_i2v("2.3"), "ltx2",
+           dict(LTX2_CALL, image=pipelines.first_frame(64, 64), image_crf=0), NEG_PROMPT, 3, 4,
+           "LTX-2.3", steps=[("custom", "connectors"), ("latent_generation", "vae.encode")],
+           after=LTX2_AFTER),
 ]
 
 
@@ -194,6 +216,8 @@ WRONG = {
     # LTX-Video and LTX-2 share the VAE and its tokens; their text widths differ (4096 / 3840).
     "ltx2": ("ltx-video", {("conditioning (denoiser input)", "conditioning_width")}),
     "ltx-video": ("ltx2", {("conditioning (denoiser input)", "conditioning_width")}),
+    # LTX-2.3's video context is 4096 wide, LTX-2.0's 3840.
+    "ltx2.3": ("ltx2.0", {("conditioning (denoiser input)", "conditioning_width")}),
 }
 
 

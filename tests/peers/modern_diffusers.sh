@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # genscope.torch.instrument on today's diffusers (issue 26): Flux.1-dev (with and without true
 # CFG), Wan 2.1 (text- and image-to-video), Wan 2.2 A14B and TI2V-5B, SD3.5, Flux.1-schnell,
-# Flux.2, Flux.2 Klein, Qwen-Image, LTX-Video, LTX-2 (audio + video), HunyuanVideo 1.0 and 1.5,
+# Flux.2, Flux.2 Klein, Qwen-Image, LTX-Video, LTX-2.0 and LTX-2.3 (audio + video; text-,
+# image-to-video and frame conditions), HunyuanVideo 1.0 and 1.5,
 # tiny real pipelines built offline (tests/peers/modern_pipelines.py), checked by
 # tests/peers/modern_check.py, and a decoded video's statistics in host pieces (--only
 # video-stats).

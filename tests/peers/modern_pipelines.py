@@ -3,14 +3,14 @@
 Every class is the real one from the newest diffusers / transformers on PyPI
 (tests/peers/requirements-modern.txt): FluxPipeline, WanPipeline (Wan 2.1, Wan 2.2 A14B
 with ``transformer_2`` and ``boundary_ratio``, Wan 2.2 TI2V-5B), WanImageToVideoPipeline,
-StableDiffusion3Pipeline, QwenImagePipeline, LTXPipeline, LTX2Pipeline (audio + video),
-HunyuanVideoPipeline, HunyuanVideo15Pipeline, Flux2Pipeline, Flux2KleinPipeline, their
+StableDiffusion3Pipeline, QwenImagePipeline, LTXPipeline, LTX2Pipeline (audio + video; LTX-2.0 and LTX-2.3) and
+LTX2ImageToVideoPipeline, HunyuanVideoPipeline, HunyuanVideo15Pipeline, Flux2Pipeline, Flux2KleinPipeline, their
 transformers, VAEs and text and image encoders (LTX-2: also its text connectors, audio VAE and
 vocoder). Depth is one
 layer and the inner widths are a few channels, so a step takes well under a second on one
 core; the widths genscope's family checks read are the real ones: T5-XXL / umT5-XXL / Llama
 4096, CLIP-L 768 (pooled 768), CLIP-G 1280 (SD3's pooled 768 + 1280 = 2048), Qwen2.5-VL 3584,
-Gemma-3-12B 3840 (LTX-2),
+Gemma-3-12B 3840 (LTX-2; LTX-2.3's connectors project it to 4096 video, 2048 audio),
 and the latent channels (16, LTX 128) and VAE factors (8 spatial; 4 temporal for Wan and
 HunyuanVideo; 32 x 8 for LTX). Weights are random with a fixed seed.
 
@@ -505,21 +505,23 @@ def hunyuan_video15():
     return _done(pipe)
 
 
-def ltx2():
-    """LTX2Pipeline (LTX-2.0, audio + video): Gemma 3 text encoder (Gemma3ForConditionalGeneration,
-    hidden 3840 as Gemma-3-12B; every layer's hidden states stacked: 3840 x 2 for this one-layer
-    encoder, 3840 x 49 for the real 48 layers) x 128 tokens, the text connectors
-    (LTX2TextConnectors: proj_in to 3840, no connector blocks here, 2 in the real one) giving the
-    transformer 3840-wide video and audio contexts, LTX2VideoTransformer3DModel (video tokens
-    (B, N, 128), audio tokens (B, L, 128) = 8 latent channels x 16 mel bins), the LTX-2 video VAE
-    (128 channels, 32 spatial, 8 temporal), the LTX-2 audio VAE (8 channels, 64 mel bins, 4x
-    mel and time compression) and the vocoder (mel spectrogram to waveform)."""
-    from diffusers import (AutoencoderKLLTX2Audio, AutoencoderKLLTX2Video, LTX2Pipeline,
+def _ltx2_parts(version="2.0"):
+    """The components of an LTX-2 pipeline (LTX2Pipeline and its image-to-video and condition
+    variants take the same ones). version "2.0": the text connectors' one projection of Gemma
+    3's stacked hidden states to 3840, the transformer's caption projections (3840 to its
+    widths): 3840-wide video and audio contexts. "2.3": per-modality projections in the
+    connectors (per_modality_projections: video 4096, audio 2048 wide, gated attention), no
+    caption projection in the transformer (use_prompt_embeddings=False; its cross-attention
+    reads the 4096 / 2048-wide contexts), gated attention."""
+    from diffusers import (AutoencoderKLLTX2Audio, AutoencoderKLLTX2Video,
                            LTX2VideoTransformer3DModel)
     from diffusers.pipelines.ltx2 import LTX2TextConnectors
     from diffusers.pipelines.ltx2.vocoder import LTX2Vocoder
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration
 
+    if version not in ("2.0", "2.3"):
+        raise ValueError(f"LTX-2 version {version!r}: 2.0 or 2.3")
+    v23 = version == "2.3"
     torch.manual_seed(0)
     text = dict(vocab_size=_vocab(), hidden_size=3840, intermediate_size=16, num_hidden_layers=1,
                 num_attention_heads=2, num_key_value_heads=1, head_dim=8,
@@ -531,17 +533,31 @@ def ltx2():
         mm_tokens_per_image=4, boi_token_index=_vocab() - 3, eoi_token_index=_vocab() - 2,
         image_token_index=_vocab() - 1)
     text_encoder = Gemma3ForConditionalGeneration(config)
+    # the connectors' widths: heads x head dim = the context width they give
+    video_heads, audio_heads = (32, 16) if v23 else (30, 30)
     connectors = LTX2TextConnectors(
-        caption_channels=3840, text_proj_in_factor=2, video_connector_num_attention_heads=30,
-        video_connector_attention_head_dim=128, video_connector_num_layers=0,
-        video_connector_num_learnable_registers=None, audio_connector_num_attention_heads=30,
-        audio_connector_attention_head_dim=128, audio_connector_num_layers=0,
-        audio_connector_num_learnable_registers=None, connector_rope_base_seq_len=128)
+        caption_channels=3840, text_proj_in_factor=2,
+        video_connector_num_attention_heads=video_heads, video_connector_attention_head_dim=128,
+        video_connector_num_layers=0, video_connector_num_learnable_registers=None,
+        audio_connector_num_attention_heads=audio_heads, audio_connector_attention_head_dim=128,
+        audio_connector_num_layers=0, audio_connector_num_learnable_registers=None,
+        connector_rope_base_seq_len=128, per_modality_projections=v23, video_hidden_dim=4096,
+        audio_hidden_dim=2048, video_gated_attn=v23, audio_gated_attn=v23)
+    # LTX-2.3's prompt modulation of the cross-attention (cross_attn_mod) scales the context at
+    # the transformer's inner width, which must then be the real 4096 / 2048 (a gigabyte of
+    # weights): off here; the contexts genscope reads are the connectors' all the same.
+    # The audio stream's inner width is its cross-attention width (the audio-video attention's
+    # rope has that size): LTX-2.3's real 2048 (32 heads x 64); LTX-2.0's tiny 16.
+    widths = dict(cross_attention_dim=4096, audio_cross_attention_dim=2048,
+                  audio_num_attention_heads=32, audio_attention_head_dim=64,
+                  use_prompt_embeddings=False, gated_attn=True,
+                  audio_gated_attn=True) if v23 else dict(
+        cross_attention_dim=16, audio_cross_attention_dim=16, audio_num_attention_heads=2,
+        audio_attention_head_dim=8)
     transformer = LTX2VideoTransformer3DModel(
         in_channels=128, out_channels=128, num_attention_heads=2, attention_head_dim=8,
-        cross_attention_dim=16, audio_in_channels=128, audio_out_channels=128,
-        audio_num_attention_heads=2, audio_attention_head_dim=8, audio_cross_attention_dim=16,
-        num_layers=1, caption_channels=3840, rope_type="split")
+        audio_in_channels=128, audio_out_channels=128, num_layers=1, caption_channels=3840,
+        rope_type="split", **widths)
     vae = AutoencoderKLLTX2Video(
         latent_channels=128, block_out_channels=(8, 8, 8, 8), decoder_block_out_channels=(8, 8, 8),
         layers_per_block=(1, 1, 1, 1, 1), decoder_layers_per_block=(1, 1, 1, 1),
@@ -554,8 +570,48 @@ def ltx2():
                           upsample_kernel_sizes=[4, 4], upsample_factors=[2, 2],
                           resnet_kernel_sizes=[3], resnet_dilations=[[1, 3, 5]],
                           output_sampling_rate=16000)
-    tokenizer = make_tokenizer("llama", 128)
-    pipe = LTX2Pipeline(scheduler=_flow_scheduler(shift=1.0, use_dynamic_shifting=True), vae=vae,
-                        audio_vae=audio_vae, text_encoder=text_encoder, tokenizer=tokenizer,
-                        connectors=connectors, transformer=transformer, vocoder=vocoder)
-    return _done(pipe)
+    return dict(scheduler=_flow_scheduler(shift=1.0, use_dynamic_shifting=True), vae=vae,
+                audio_vae=audio_vae, text_encoder=text_encoder,
+                tokenizer=make_tokenizer("llama", 128), connectors=connectors,
+                transformer=transformer, vocoder=vocoder)
+
+
+def ltx2(version="2.0"):
+    """LTX2Pipeline (audio + video): Gemma 3 text encoder (Gemma3ForConditionalGeneration,
+    hidden 3840 as Gemma-3-12B; every layer's hidden states stacked: 3840 x 2 for this one-layer
+    encoder, 3840 x 49 for the real 48 layers) x 128 tokens, the text connectors
+    (LTX2TextConnectors, no connector blocks here, 2 in the real one) giving the transformer
+    its video and audio contexts (LTX-2.0: both 3840 wide; LTX-2.3: 4096 and 2048),
+    LTX2VideoTransformer3DModel (video tokens (B, N, 128), audio tokens (B, L, 128) = 8 latent
+    channels x 16 mel bins), the LTX-2 video VAE (128 channels, 32 spatial, 8 temporal), the
+    LTX-2 audio VAE (8 channels, 64 mel bins, 4x mel and time compression) and the vocoder
+    (mel spectrogram to waveform)."""
+    from diffusers import LTX2Pipeline
+
+    return _done(LTX2Pipeline(**_ltx2_parts(version)))
+
+
+def ltx2_i2v(version="2.0"):
+    """LTX2ImageToVideoPipeline: ltx2()'s components; the first frame through the video VAE
+    (vae.encode) is the first latent frame, kept by a mask (a timestep per video token)."""
+    from diffusers import LTX2ImageToVideoPipeline
+
+    return _done(LTX2ImageToVideoPipeline(**_ltx2_parts(version)))
+
+
+def ltx2_condition(version="2.0"):
+    """LTX2ConditionPipeline: ltx2()'s components; frames given as conditions
+    (ltx2_conditions) are encoded by the video VAE and put at their latent frames."""
+    from diffusers import LTX2ConditionPipeline
+
+    return _done(LTX2ConditionPipeline(**_ltx2_parts(version)))
+
+
+def ltx2_conditions(height, width):
+    """LTX2ConditionPipeline's conditions: first_frame(height, width) as the first frame and a
+    second image as the last (crf=0: no H.264 re-compression, which needs PyAV)."""
+    from diffusers.pipelines.ltx2 import LTX2VideoCondition
+
+    last = first_frame(height, width).transpose(0)  # a mirrored image: another frame
+    return [LTX2VideoCondition(frames=first_frame(height, width), index=0, crf=0),
+            LTX2VideoCondition(frames=last, index=-1, crf=0)]

@@ -30,19 +30,24 @@ TEST(ClassifyConditioning, UniqueWhenTheEvidenceIsUnique) {
   EXPECT_EQ(cond({1, 77, 2048}), std::set<F>{F::kSDXL});
   EXPECT_EQ(cond({1, 77, 1280}), std::set<F>{F::kSDXLRefiner});
   EXPECT_EQ(cond({1, 2048}), std::set<F>{F::kSD3});  // rank 2: SD3 pooled, not SDXL
-  EXPECT_EQ(cond({1, 333, 4096}), std::set<F>{F::kSD3});
+  EXPECT_EQ(cond({1, 333, 4096}, Shape{1, 2048}), std::set<F>{F::kSD3});
   EXPECT_EQ(cond({1, 154, 4096}, Shape{1, 2048}), std::set<F>{F::kSD3});
   EXPECT_EQ(cond({1, 512, 4096}, Shape{1, 768}), std::set<F>{F::kFlux1Dev});
   EXPECT_EQ(cond({1, 300, 3584}), std::set<F>{F::kQwenImage});
-  EXPECT_EQ(cond({1, 128, 4096}), std::set<F>{F::kLtxVideo});
   EXPECT_EQ(cond({1, 77, 2048}, Shape{1, 1280}), std::set<F>{F::kSDXL});
   EXPECT_TRUE(classify_conditioning(Shape{1, 77, 768}).unique());
 }
 
 TEST(ClassifyConditioning, AmbiguousShapesGiveCandidateSets) {
   using F = ModelFamily;
-  EXPECT_EQ(cond({1, 512, 4096}), (std::set<F>{F::kFlux1Dev, F::kWan21}));
-  EXPECT_EQ(cond({1, 256, 4096}), (std::set<F>{F::kFlux1Schnell, F::kHunyuanVideo}));
+  // LTX-2.3's video context is 4096 wide too, up to 1024 tokens: alone, a context of <= 1024
+  // tokens without a pooled companion may be it.
+  EXPECT_EQ(cond({1, 512, 4096}), (std::set<F>{F::kFlux1Dev, F::kWan21, F::kLtx23}));
+  EXPECT_EQ(cond({1, 256, 4096}),
+            (std::set<F>{F::kFlux1Schnell, F::kHunyuanVideo, F::kLtx23}));
+  EXPECT_EQ(cond({1, 128, 4096}), (std::set<F>{F::kLtxVideo, F::kLtx23}));
+  EXPECT_EQ(cond({1, 333, 4096}), (std::set<F>{F::kSD3, F::kLtx23}));
+  EXPECT_EQ(cond({1, 1024, 4096}), std::set<F>{F::kLtx23});
   EXPECT_EQ(cond({1, 256, 4096}, Shape{1, 768}),
             (std::set<F>{F::kFlux1Schnell, F::kHunyuanVideo}));
   EXPECT_EQ(cond({1, 1280}), (std::set<F>{F::kSDXL, F::kSDXLRefiner}));
@@ -61,7 +66,7 @@ TEST(ClassifyConditioning, UnknownAndMismatchedShapes) {
   EXPECT_TRUE(cond({1, 100, 768}).empty());  // SD1 context is chunks of 77
   // A pooled companion that fits no candidate keeps the width evidence and says so.
   const auto c = classify_conditioning(Shape{1, 512, 4096}, Shape{1, 1024});
-  EXPECT_EQ(c.candidates.size(), 2u);
+  EXPECT_EQ(c.candidates.size(), 3u);
   EXPECT_FALSE(c.notes.empty());
 }
 
@@ -78,9 +83,9 @@ TEST(ClassifyLatent, ImageVideoPackedLayouts) {
   EXPECT_EQ(families(wan.candidates), (std::set<F>{F::kWan21, F::kHunyuanVideo}));
   EXPECT_EQ(families(classify_latent(Shape{1, 48, 31, 44, 80}).candidates),
             std::set<F>{F::kWan22TI2V});
-  // 128 channels, 5-D: the LTX video VAE, LTX-Video's and LTX-2's alike.
+  // 128 channels, 5-D: the LTX video VAE, LTX-Video's, LTX-2.0's and LTX-2.3's alike.
   EXPECT_EQ(families(classify_latent(Shape{1, 128, 16, 16, 22}).candidates),
-            (std::set<F>{F::kLtxVideo, F::kLtx2}));
+            (std::set<F>{F::kLtxVideo, F::kLtx2, F::kLtx23}));
   EXPECT_EQ(families(classify_latent(Shape{1, 16, 1, 128, 128}).candidates),
             (std::set<F>{F::kWan21, F::kQwenImage, F::kHunyuanVideo}));
   auto packed = classify_latent(Shape{1, 4096, 64});
@@ -117,7 +122,7 @@ TEST(ClassifyLatent, SourceSizeRatiosAndTemporalRules) {
   EXPECT_EQ(expected_latent_frames(F::kSDXL, 5), 1);
   auto ltx = classify_latent(Shape{1, 128, 16, 16, 22}, {.height = 512, .width = 704, .frames = 121});
   EXPECT_DOUBLE_EQ(ltx.spatial_ratio, 1024.0);
-  ASSERT_EQ(ltx.checks.size(), 2u);  // LTX-Video and LTX-2: the same VAE factors
+  ASSERT_EQ(ltx.checks.size(), 3u);  // LTX-Video, LTX-2.0, LTX-2.3: the same VAE factors
   EXPECT_TRUE(ltx.checks[0].passed && ltx.checks[1].passed);
   // A wrong frame count fails the size check for every candidate.
   auto bad = classify_latent(Shape{1, 16, 20, 60, 104}, {.height = 480, .width = 832, .frames = 81});
@@ -133,19 +138,19 @@ TEST(ClassifyLatent, SourceSizeRatiosAndTemporalRules) {
   auto ltx_tokens = classify_latent(Shape{1, 5632, 128}, {.height = 512, .width = 704, .frames = 121});
   EXPECT_EQ(ltx_tokens.layout, LatentLayout::kPacked);
   EXPECT_EQ(ltx_tokens.channels, 128);
-  EXPECT_EQ(families(ltx_tokens.candidates), (std::set<F>{F::kLtxVideo, F::kLtx2}));
-  ASSERT_EQ(ltx_tokens.checks.size(), 2u);
+  EXPECT_EQ(families(ltx_tokens.candidates), (std::set<F>{F::kLtxVideo, F::kLtx2, F::kLtx23}));
+  ASSERT_EQ(ltx_tokens.checks.size(), 3u);
   EXPECT_TRUE(ltx_tokens.checks[0].passed) << ltx_tokens.checks[0].reason;
   EXPECT_TRUE(ltx_tokens.checks[1].passed) << ltx_tokens.checks[1].reason;
   EXPECT_DOUBLE_EQ(ltx_tokens.spatial_ratio, 1024.0);
   // One latent frame short: the size check fails.
   auto ltx_short = classify_latent(Shape{1, 5280, 128}, {.height = 512, .width = 704, .frames = 121});
-  ASSERT_EQ(ltx_short.checks.size(), 2u);
+  ASSERT_EQ(ltx_short.checks.size(), 3u);
   EXPECT_FALSE(ltx_short.checks[0].passed || ltx_short.checks[1].passed);
   // 128-wide tokens are LTX's or Flux.2's (2x2 patches of 32 channels); 64-wide ones are
   // never LTX.
   EXPECT_EQ(families(classify_latent(Shape{1, 8, 128}).candidates),
-            (std::set<F>{F::kLtxVideo, F::kLtx2, F::kFlux2, F::kFlux2Klein4B, F::kFlux2Klein9B}));
+            (std::set<F>{F::kLtxVideo, F::kLtx2, F::kLtx23, F::kFlux2, F::kFlux2Klein4B, F::kFlux2Klein9B}));
   EXPECT_EQ(families(classify_latent(Shape{1, 8, 64}).candidates),
             (std::set<F>{F::kFlux1Dev, F::kFlux1Schnell, F::kQwenImage}));
   auto sdxl = classify_latent(Shape{1, 4, 128, 128}, {.height = 1024, .width = 1024});
@@ -197,7 +202,7 @@ TEST(Checks, ValidationLines) {
 }
 
 TEST(Families, NamesRoundTrip) {
-  for (int i = 0; i <= static_cast<int>(ModelFamily::kLtx2); ++i) {
+  for (int i = 0; i <= static_cast<int>(ModelFamily::kLtx23); ++i) {
     const auto f = static_cast<ModelFamily>(i);
     EXPECT_EQ(parse_family(family_name(f)), f) << family_name(f);
   }
@@ -211,8 +216,17 @@ TEST(Families, NamesRoundTrip) {
   EXPECT_EQ(latent_channels(ModelFamily::kHunyuanVideo15), 32);
   EXPECT_EQ(spatial_factor(ModelFamily::kHunyuanVideo15), 16);
   // LTX-2: Gemma-3-12B's 3840 after the text connectors; LTX's video VAE (128 channels, 32 x 8).
-  EXPECT_EQ(parse_family("ltx2"), ModelFamily::kLtx2);
+  EXPECT_EQ(parse_family("ltx2"), ModelFamily::kLtx2);  // the series' alias: its first
   EXPECT_EQ(parse_family("LTX-2"), ModelFamily::kLtx2);
+  EXPECT_EQ(parse_family("ltx2.0"), ModelFamily::kLtx2);
+  EXPECT_EQ(parse_family("ltx-2.3"), ModelFamily::kLtx23);
+  EXPECT_EQ(audio_context_width(ModelFamily::kLtx2), 3840);
+  // LTX-2.3: per-modality connectors, a 4096-wide video and a 2048-wide audio context.
+  EXPECT_EQ(context_width(ModelFamily::kLtx23), 4096);
+  EXPECT_EQ(audio_context_width(ModelFamily::kLtx23), 2048);
+  EXPECT_EQ(audio_context_width(ModelFamily::kLtxVideo), 0);
+  EXPECT_EQ(latent_channels(ModelFamily::kLtx23), 128);
+  EXPECT_EQ(expected_latent_frames(ModelFamily::kLtx23, 121), 16);
   EXPECT_EQ(parse_family("ltx"), ModelFamily::kLtxVideo);  // "ltx" stays LTX-Video
   EXPECT_EQ(context_width(ModelFamily::kLtx2), 3840);
   EXPECT_EQ(latent_channels(ModelFamily::kLtx2), 128);
@@ -228,6 +242,11 @@ TEST(Families, AliasesNameSeveralFamilies) {
   EXPECT_EQ(families_named("wan2.1"), std::vector<F>{F::kWan21});
   EXPECT_TRUE(families_named("dalle").empty());
   EXPECT_EQ(parse_family("wan2.2"), F::kWan21);  // the first of the alias
+  // "ltx2" / "ltx-2" (LTX-2.0's display name too) is the series: LTX-2.0 or LTX-2.3.
+  EXPECT_EQ(families_named("ltx2"), (std::vector<F>{F::kLtx2, F::kLtx23}));
+  EXPECT_EQ(families_named("LTX-2"), (std::vector<F>{F::kLtx2, F::kLtx23}));
+  EXPECT_EQ(families_named("LTX-2.3"), std::vector<F>{F::kLtx23});
+  EXPECT_EQ(families_named("ltx"), std::vector<F>{F::kLtxVideo});
 }
 
 TEST(ClassifyConditioning, NewFamilies) {
@@ -251,12 +270,12 @@ std::set<ModelFamily> latent(Shape shape, SourceSize source = {}) {
 TEST(ClassifyLatent, NewFamilies) {
   using F = ModelFamily;
   // Flux.2: 32 channels, 2x2 patches -> 128-wide tokens, shared in width with LTX's 1x1x1.
-  EXPECT_EQ(latent({1, 64, 128}), (std::set<F>{F::kLtxVideo, F::kLtx2, F::kFlux2,
+  EXPECT_EQ(latent({1, 64, 128}), (std::set<F>{F::kLtxVideo, F::kLtx2, F::kLtx23, F::kFlux2,
                                                F::kFlux2Klein4B, F::kFlux2Klein9B}));
   EXPECT_EQ(latent({1, 64, 128}, {128, 128, 0}),
             (std::set<F>{F::kFlux2, F::kFlux2Klein4B, F::kFlux2Klein9B}));  // 8x8 tokens of 16 px
   // 9 frames: LTX's 2 latent frames x 2 x 2 tokens; Flux.2's are images, out for a video.
-  EXPECT_EQ(latent({1, 8, 128}, {64, 64, 9}), (std::set<F>{F::kLtxVideo, F::kLtx2}));
+  EXPECT_EQ(latent({1, 8, 128}, {64, 64, 9}), (std::set<F>{F::kLtxVideo, F::kLtx2, F::kLtx23}));
   EXPECT_EQ(latent({1, 16, 128}, {64, 64, 0}),
             (std::set<F>{F::kFlux2, F::kFlux2Klein4B, F::kFlux2Klein9B}));  // 4x4 tokens
   EXPECT_EQ(latent({1, 32, 8, 8}), (std::set<F>{F::kFlux2, F::kFlux2Klein4B, F::kFlux2Klein9B}));
@@ -265,8 +284,9 @@ TEST(ClassifyLatent, NewFamilies) {
   EXPECT_EQ(latent({1, 48, 3, 4, 4}), std::set<F>{F::kWan22TI2V});
 }
 
-FamilyVerdict verdict(Shape context, Shape pooled, Shape latent_shape, SourceSize source = {}) {
-  return classify_pipeline({context, pooled, latent_shape, source});
+FamilyVerdict verdict(Shape context, Shape pooled, Shape latent_shape, SourceSize source = {},
+                      std::optional<Shape> audio = std::nullopt) {
+  return classify_pipeline({context, pooled, latent_shape, source, audio});
 }
 
 TEST(ClassifyPipeline, EveryTensorNarrowsTheVerdict) {
@@ -293,17 +313,40 @@ TEST(ClassifyPipeline, EveryTensorNarrowsTheVerdict) {
   // Flux.2 and LTX share 128-wide tokens: the context decides.
   EXPECT_EQ(families(verdict({1, 512, 15360}, {}, {1, 64, 128}).candidates),
             std::set<F>{F::kFlux2});
-  EXPECT_EQ(families(verdict({2, 128, 4096}, {}, {1, 64, 128}).candidates),
+  EXPECT_EQ(families(verdict({2, 128, 4096}, {}, {1, 64, 128}, {}, Shape{}).candidates),
             std::set<F>{F::kLtxVideo});
   // LTX-Video and LTX-2 share the VAE and its tokens: T5-XXL 4096 x 128 or Gemma 3 3840 decide.
-  EXPECT_EQ(families(verdict({2, 128, 4096}, {}, {1, 8, 128}, {64, 64, 9}).candidates),
+  EXPECT_EQ(families(verdict({2, 128, 4096}, {}, {1, 8, 128}, {64, 64, 9}, Shape{}).candidates),
             std::set<F>{F::kLtxVideo});
+  // LTX-2.3's video context is LTX-Video's width: the audio context decides (none: LTX-Video;
+  // 2048 wide: LTX-2.3); not known: either.
+  EXPECT_EQ(families(verdict({2, 128, 4096}, {}, {1, 8, 128}, {64, 64, 9}).candidates),
+            (std::set<F>{F::kLtxVideo, F::kLtx23}));
+  EXPECT_EQ(families(verdict({2, 128, 4096}, {}, {1, 8, 128}, {64, 64, 9}, Shape{2, 128, 2048})
+                         .candidates),
+            std::set<F>{F::kLtx23});
+  EXPECT_EQ(families(verdict({2, 1024, 4096}, {}, {1, 128, 2, 2, 2}).candidates),
+            std::set<F>{F::kLtx23});  // 1024 tokens: not LTX-Video's 128
+  EXPECT_EQ(families(verdict({2, 1024, 3840}, {}, {1, 8, 128}, {}, Shape{2, 1024, 3840})
+                         .candidates),
+            std::set<F>{F::kLtx2});
+  // An audio context of the wrong width, or none for Gemma's 3840: a conflict.
+  EXPECT_TRUE(verdict({2, 128, 4096}, {}, {1, 8, 128}, {}, Shape{2, 128, 3840}).candidates.empty());
+  const FamilyVerdict no_audio = verdict({2, 128, 3840}, {}, {1, 8, 128}, {}, Shape{});
+  EXPECT_TRUE(no_audio.candidates.empty());
+  EXPECT_NE(std::find(no_audio.notes.begin(), no_audio.notes.end(),
+                      "no audio context: the families without an audio stream (not LTX-2, "
+                      "LTX-2.3)"),
+            no_audio.notes.end());
+  // No audio context: Wan and Flux stay themselves.
+  EXPECT_EQ(families(verdict({1, 512, 4096}, {}, {1, 16, 3, 4, 4}, {}, Shape{}).candidates),
+            std::set<F>{F::kWan21});
   EXPECT_EQ(families(verdict({2, 1024, 3840}, {}, {1, 8, 128}, {64, 64, 9}).candidates),
             std::set<F>{F::kLtx2});
   EXPECT_EQ(families(verdict({2, 1024, 3840}, {}, {1, 128, 2, 2, 2}).candidates),
             std::set<F>{F::kLtx2});
   EXPECT_EQ(families(verdict({}, {}, {1, 8, 128}, {64, 64, 9}).candidates),
-            (std::set<F>{F::kLtxVideo, F::kLtx2}));  // latents alone: either
+            (std::set<F>{F::kLtxVideo, F::kLtx2, F::kLtx23}));  // latents alone: either
   // Gemma's 3840 with another family's latents: a conflict, no family.
   EXPECT_TRUE(verdict({1, 1024, 3840}, {}, {1, 16, 64}).candidates.empty());
   EXPECT_TRUE(verdict({1, 512, 4096}, {1, 768}, {1, 16, 64}).unique());
@@ -330,6 +373,15 @@ TEST(ResolveFamily, AliasesDecidedByTheTensors) {
             F::kFlux2Klein4B);
   EXPECT_EQ(resolve_family("sdxl", {{1, 512, 4096}, {}, {1, 48, 3, 2, 2}, {}}), F::kSDXL);
   EXPECT_FALSE(resolve_family("dalle", {}).has_value());
+  // "ltx2": the context's width decides LTX-2.0 (3840) or LTX-2.3 (4096).
+  EXPECT_EQ(resolve_family("ltx2", {{2, 128, 3840}, {}, {1, 8, 128}, {}, Shape{2, 128, 3840}}),
+            F::kLtx2);
+  EXPECT_EQ(resolve_family("ltx2", {{2, 128, 4096}, {}, {1, 8, 128}, {}, Shape{2, 128, 2048}}),
+            F::kLtx23);
+  EXPECT_EQ(resolve_family("LTX-2", {{2, 128, 4096}, {}, {1, 8, 128}, {}}), F::kLtx23);
+  EXPECT_EQ(resolve_family("ltx2", {{}, {}, {1, 128, 1, 2, 2}, {}}), F::kLtx2);  // latents: both
+  EXPECT_EQ(resolve_family("ltx", {{2, 128, 4096}, {}, {1, 8, 128}, {}, Shape{2, 128, 2048}}),
+            F::kLtxVideo);  // one family named: as named
 }
 
 }  // namespace

@@ -64,6 +64,8 @@ class _Sampling:
         self.context_shape: Optional[Tuple[int, ...]] = None
         self.pooled_shape: Optional[Tuple[int, ...]] = None
         self.latent_shape: Optional[Tuple[int, ...]] = None
+        # the audio stream's context (LTX-2), () when the denoiser received none
+        self.audio_shape: Optional[Tuple[int, ...]] = None
         self.first_context: Any = None  # the first call's context, for text steps without one
 
 
@@ -442,7 +444,7 @@ class Instrumentation:
             if self.analyze:
                 if s.context_shape is not None or s.latent_shape is not None:
                     s.step.attach("family", "family verdict", _genscope._family_verdict(
-                        s.context_shape, s.pooled_shape, s.latent_shape))
+                        s.context_shape, s.pooled_shape, s.latent_shape, audio=s.audio_shape))
                 if s.last_latents is not None:
                     self._analyze(s.step, "latents (last iteration)", s.last_latents, "latent")
                 elif self.components.scheduler is None and is_tensor(s.last_input):
@@ -567,12 +569,17 @@ class Instrumentation:
             s.first_context = context
         if pooled is not None:
             s.pooled_shape = tuple(int(d) for d in pooled.shape)
+        # LTX-2's audio context; a diffusers transformer called without one: none (), the
+        # audio families are out; another calling convention (ComfyUI's context=): not known.
+        audio = kwargs.get("audio_encoder_hidden_states")
+        s.audio_shape = tuple(int(d) for d in audio.shape) if is_tensor(audio) else \
+            (() if "encoder_hidden_states" in kwargs else None)
         if self.family is not None:
             x = args[0] if args else next((kwargs[k] for k in ("hidden_states", "sample", "x")
                                            if k in kwargs), None)
             latent = tuple(int(d) for d in x.shape) if is_tensor(x) else None
             self._family = _genscope._resolve_family(self.family, s.context_shape,
-                                                     s.pooled_shape, latent)
+                                                     s.pooled_shape, latent, s.audio_shape)
             s.step.label("family", self._family)
             if self._family.lower() != self.family.lower():
                 s.step.label("family_declared", self.family)
