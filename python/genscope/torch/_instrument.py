@@ -325,6 +325,40 @@ class Instrumentation:
     def _fail_step(step: Any, exc: BaseException) -> None:
         step.__exit__(type(exc), exc, exc.__traceback__)
 
+    def _in_step(self, where: str, begin: Callable[[], Any], end: Callable[[Any, Any], None],
+                 original: Callable[..., Any], args: Tuple[Any, ...], kwargs: dict) -> Any:
+        """original(*args, **kwargs) inside the step begin() opens (None: no step), closed by
+        end(step, result); when original raises, the step fails and the exception goes on.
+        begin's and end's own failures are monitoring errors."""
+        step = self._guard(where, begin)
+        try:
+            result = original(*args, **kwargs)
+        except BaseException as e:
+            if step is not None:
+                self._guard(where, functools.partial(self._fail_step, step, e))
+            raise
+        if step is not None:
+            self._guard(where, lambda: end(step, result))
+        return result
+
+    def _in_outer_step(self, where: str, begin: Callable[[], Any],
+                       end: Callable[[Any, Any], None], original: Callable[..., Any],
+                       args: Tuple[Any, ...], kwargs: dict) -> Any:
+        """_in_step for the outermost of nested calls on this thread (a VAE's encode inside
+        decode, a model calling itself): the inner ones are part of its step."""
+        depth = getattr(self._vae_depth, "value", 0)
+        if depth > 0:
+            return original(*args, **kwargs)
+
+        def counted(*a: Any, **k: Any) -> Any:
+            self._vae_depth.value = depth + 1
+            try:
+                return original(*a, **k)
+            finally:
+                self._vae_depth.value = depth
+
+        return self._in_step(where, begin, end, counted, args, kwargs)
+
     def _analyze(self, step: Any, name: str, tensor: Any, role: str, *,
                  family: bool = True, **extra: Any) -> None:
         if family and self._family is not None and role in ("conditioning", "pooled", "latent"):
@@ -458,16 +492,8 @@ class Instrumentation:
     # --- text encoders ----------------------------------------------------------------------------
     def _text_forward(self, name: str, original: Callable[..., Any], *args: Any,
                       **kwargs: Any) -> Any:
-        step = self._guard(name, lambda: self._text_begin(name, args, kwargs))
-        try:
-            output = original(*args, **kwargs)
-        except BaseException as e:
-            if step is not None:
-                self._guard(name, functools.partial(self._fail_step, step, e))
-            raise
-        if step is not None:
-            self._guard(name, lambda: self._text_end(step, output))
-        return output
+        return self._in_step(name, lambda: self._text_begin(name, args, kwargs), self._text_end,
+                             original, args, kwargs)
 
     def _text_begin(self, name: str, args: Tuple[Any, ...], kwargs: dict) -> Any:
         self._end_sampling()  # a text encoder after sampling: the next generation begins
@@ -758,22 +784,8 @@ class Instrumentation:
         """A call of a model the pipeline runs outside the denoising loop: a ``custom`` step
         (the sampling step before it ends, as at the VAE). Nested calls (a model calling
         itself, encode inside decode) are one step."""
-        depth = getattr(self._vae_depth, "value", 0)
-        if depth > 0:
-            return original(*args, **kwargs)
-        step = self._guard(where, lambda: self._model_begin(where))
-        self._vae_depth.value = depth + 1
-        try:
-            result = original(*args, **kwargs)
-        except BaseException as e:
-            if step is not None:
-                self._guard(where, functools.partial(self._fail_step, step, e))
-            raise
-        finally:
-            self._vae_depth.value = depth
-        if step is not None:
-            self._guard(where, lambda: self._model_end(step, result))
-        return result
+        return self._in_outer_step(where, lambda: self._model_begin(where), self._model_end,
+                                   original, args, kwargs)
 
     def _model_end(self, step: Any, result: Any) -> None:
         """Analyses the model's output tensors ("other": no family check): LTX-2's connectors
@@ -805,16 +817,8 @@ class Instrumentation:
         ``model_loading`` step "load NAME (DEVICE)" onto an accelerator, a ``custom`` step
         "offload NAME (cpu)" back to the CPU — with counter ``bytes`` (parameters and buffers
         moved); a dtype change or a move to where the module already is records nothing."""
-        step = self._guard(f"{name}.to", lambda: self._move_begin(name, module, args, kwargs))
-        try:
-            result = original(*args, **kwargs)
-        except BaseException as e:
-            if step is not None:
-                self._guard(f"{name}.to", functools.partial(self._fail_step, step, e))
-            raise
-        if step is not None:
-            self._guard(f"{name}.to", step.end)
-        return result
+        return self._in_step(f"{name}.to", lambda: self._move_begin(name, module, args, kwargs),
+                             lambda step, result: step.end(), original, args, kwargs)
 
     def _move_begin(self, name: str, module: Any, args: Tuple[Any, ...], kwargs: dict) -> Any:
         torch = sys.modules.get("torch")
@@ -847,16 +851,8 @@ class Instrumentation:
                    **kwargs: Any) -> Any:
         """A ``lora_application`` step per call of the pipeline's LoRA methods, with the adapter
         named, and after it the active adapters and the LoRA layers in the denoisers."""
-        step = self._guard(method, lambda: self._lora_begin(method, args, kwargs))
-        try:
-            result = original(*args, **kwargs)
-        except BaseException as e:
-            if step is not None:
-                self._guard(method, functools.partial(self._fail_step, step, e))
-            raise
-        if step is not None:
-            self._guard(method, lambda: self._lora_end(step))
-        return result
+        return self._in_step(method, lambda: self._lora_begin(method, args, kwargs),
+                             lambda step, result: self._lora_end(step), original, args, kwargs)
 
     def _lora_begin(self, method: str, args: Tuple[Any, ...], kwargs: dict) -> Any:
         self._end_sampling()
@@ -891,22 +887,8 @@ class Instrumentation:
     # --- VAE -------------------------------------------------------------------------------------------
     def _vae_call(self, kind: str, name: str, original: Callable[..., Any], *args: Any,
                   **kwargs: Any) -> Any:
-        depth = getattr(self._vae_depth, "value", 0)
-        if depth > 0:  # encode/decode calling each other or themselves: one step
-            return original(*args, **kwargs)
-        step = self._guard(name, lambda: self._vae_begin(kind, name, args, kwargs))
-        self._vae_depth.value = depth + 1
-        try:
-            result = original(*args, **kwargs)
-        except BaseException as e:
-            if step is not None:
-                self._guard(name, functools.partial(self._fail_step, step, e))
-            raise
-        finally:
-            self._vae_depth.value = depth
-        if step is not None:
-            self._guard(name, lambda: self._vae_end(kind, step, result))
-        return result
+        return self._in_outer_step(name, lambda: self._vae_begin(kind, name, args, kwargs),
+                                   functools.partial(self._vae_end, kind), original, args, kwargs)
 
     def _vae_begin(self, kind: str, name: str, args: Tuple[Any, ...], kwargs: dict) -> Any:
         self._end_sampling()
