@@ -233,12 +233,13 @@ def _qwen_image_parts():
     return transformer, vae
 
 
-def qwen_image_edit():
+def qwen_image_edit(plus=False):
     """QwenImageEditPipeline: the prompt encoded with the input image by Qwen2.5-VL (its vision
     tower; Qwen2VLProcessor with a pixel budget of 112 x 112, so 16 image tokens), the image
     also through the VAE (the pipeline resizes it to about 1024 x 1024 first) and its latents
-    packed next to the noise; otherwise Qwen-Image's widths."""
-    from diffusers import QwenImageEditPipeline
+    packed next to the noise; otherwise Qwen-Image's widths. plus: QwenImageEditPlusPipeline
+    (several input images, each through the vision tower and the VAE)."""
+    from diffusers import QwenImageEditPipeline, QwenImageEditPlusPipeline
     from transformers import Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor
 
     torch.manual_seed(0)
@@ -249,9 +250,10 @@ def qwen_image_edit():
     processor = Qwen2VLProcessor(
         image_processor=Qwen2VLImageProcessor(min_pixels=pixels, max_pixels=pixels),
         tokenizer=tokenizer, video_processor=Qwen2VLVideoProcessor())
-    pipe = QwenImageEditPipeline(scheduler=_flow_scheduler(shift=1.0, use_dynamic_shifting=True),
-                                 vae=vae, text_encoder=text_encoder, tokenizer=tokenizer,
-                                 processor=processor, transformer=transformer)
+    cls = QwenImageEditPlusPipeline if plus else QwenImageEditPipeline
+    pipe = cls(scheduler=_flow_scheduler(shift=1.0, use_dynamic_shifting=True), vae=vae,
+               text_encoder=text_encoder, tokenizer=tokenizer, processor=processor,
+               transformer=transformer)
     return _done(pipe)
 
 
