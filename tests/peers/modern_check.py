@@ -62,11 +62,12 @@ from check_steps import FAILED, check
 
 class Family:
     def __init__(self, name, build, family, call, encoders, calls_per_step, evaluations_per_step,
-                 verdict, steps=None, after=None, runs=None):
+                 verdict, steps=None, after=None, runs=None, before=None):
         self.name = name
         self.verdict = verdict  # the family genscope's verdict must name (no family declared)
         self.steps = steps  # the steps between the text encoders and sampling (in order)
         self.after = after  # the steps after vae.decode (in order)
+        self.before = before  # the steps before the text encoders (in order)
         self.build = build  # () -> pipeline
         self.family = family  # genscope family id
         self.call = call  # the pipeline's arguments (steps added)
@@ -173,6 +174,12 @@ FAMILIES = [
                 num_frames=5),
            ["text_encoder (prompt)", "text_encoder_2 (prompt)", "text_encoder (negative)"], 2, 2,
            "HunyuanVideo 1.5"),
+    Family("hunyuan-video-1.5-i2v", lambda: pipelines.hunyuan_video15(i2v=True), "hunyuanvideo1.5",
+           dict(prompt='a sign that says "hello"', negative_prompt=NEG, num_frames=5,
+                image=pipelines.first_frame(32, 32)),
+           ["text_encoder (prompt)", "text_encoder_2 (prompt)", "text_encoder (negative)"], 2, 2,
+           "HunyuanVideo 1.5", before=[("custom", "image_encoder")],
+           steps=[("latent_generation", "vae.encode")]),
     # LTX-2 (audio + video): the connectors turn Gemma 3's stacked hidden states into the video
     # and audio contexts; per step one call of batch 2 (CFG), one with spatio-temporal guidance
     # (block 0 perturbed) and one with the modalities isolated (batch 1 each): 3 calls, 4
@@ -340,14 +347,15 @@ def run_family(fam, steps):
               f"(its step_index {steps} after {steps} steps)", pipe.scheduler.step_index)
     steps_seen = [(s["kind"], s["name"]) for s in doc["steps"]]
     denoisers = ", ".join(d for d in ("transformer", "transformer_2") if getattr(pipe, d, None) is not None)
-    want = [("text_encoding", e) for e in fam.encoders] + (fam.steps or []) + [
+    want = (fam.before or []) + [("text_encoding", e) for e in fam.encoders] + (fam.steps or []) + [
         ("sampling", f"denoise ({denoisers})"), ("vae_decode", "vae.decode")] + (fam.after or [])
     check(steps_seen == want, f"{n}: steps {[s[1] for s in want]}", steps_seen)
     sampling = [s for s in doc["steps"] if s["kind"] == "sampling"]
     row = {"family": n, "steps": ", ".join(f"{k}:{name}" for k, name in steps_seen),
            "text_encoding": sum(k == "text_encoding" for k, _ in steps_seen),
            "more_steps": ", ".join(name for _, name in fam.steps or []),
-           "after_steps": ", ".join(name for _, name in fam.after or [])}
+           "after_steps": ", ".join(name for _, name in fam.after or []),
+           "before_steps": ", ".join(name for _, name in fam.before or [])}
     if sampling:
         s = sampling[0]
         c = s["counters"]
@@ -499,7 +507,8 @@ def table(rows, steps):
             lines.append(f"| {r['family']} | — | — | — | — | — | — | — | — | ERROR: {r['error']} |")
             continue
         lines.append(
-            f"| {r['family']} | {r['text_encoding']} text_encoding, "
+            f"| {r['family']} | {r['before_steps'] + ', ' if r.get('before_steps') else ''}"
+            f"{r['text_encoding']} text_encoding, "
             f"{r['more_steps'] + ', ' if r.get('more_steps') else ''}sampling, vae_decode"
             f"{', ' + r['after_steps'] if r.get('after_steps') else ''} | "
             f"{r.get('iterations')} of {steps} | {r.get('model_calls') or 0:g}"

@@ -477,11 +477,13 @@ def first_frame(height, width):
     return Image.fromarray(pixels)
 
 
-def hunyuan_video15():
+def hunyuan_video15(i2v=False):
     """HunyuanVideo15Pipeline: Qwen2.5-VL text model (hidden 3584; the pipeline takes the
     third-last hidden states and crops the 108-token template: 1000 tokens), ByT5 (d_model
     1472) for quoted glyph text, the HunyuanVideo 1.5 VAE (32 channels, 16 spatial, 4
-    temporal), classifier-free guidance through a guider (a call per condition)."""
+    temporal), classifier-free guidance through a guider (a call per condition). i2v:
+    HunyuanVideo15ImageToVideoPipeline, with a SigLIP image encoder (hidden 1152) for the first
+    frame, which also goes through the VAE."""
     from diffusers import (AutoencoderKLHunyuanVideo15, ClassifierFreeGuidance,
                            HunyuanVideo15Pipeline, HunyuanVideo15Transformer3DModel)
     from transformers import Qwen2_5_VLTextConfig, Qwen2_5_VLTextModel, T5Config, T5EncoderModel
@@ -494,17 +496,30 @@ def hunyuan_video15():
     byt5 = T5EncoderModel(T5Config(vocab_size=_vocab(), d_model=1472, d_kv=8, d_ff=16,
                                    num_layers=1, num_heads=2, relative_attention_num_buckets=8,
                                    pad_token_id=0, eos_token_id=1, decoder_start_token_id=0))
-    vae = AutoencoderKLHunyuanVideo15(block_out_channels=(32, 32, 32, 32, 32), layers_per_block=1,
+    # Encoding (i2v's first frame) needs channels growing as the real ones do (128 .. 1024):
+    # its downsampling averages groups of factor x in / out channels.
+    channels = (8, 16, 32, 64, 64) if i2v else (32, 32, 32, 32, 32)
+    vae = AutoencoderKLHunyuanVideo15(block_out_channels=channels, layers_per_block=1,
                                       latent_channels=32)
     transformer = HunyuanVideo15Transformer3DModel(
         in_channels=65, out_channels=32, num_attention_heads=2, attention_head_dim=16,
         num_layers=1, num_refiner_layers=1, mlp_ratio=1.0, text_embed_dim=3584,
-        text_embed_2_dim=1472, image_embed_dim=1152, rope_axes_dim=(4, 6, 6), task_type="t2v")
-    pipe = HunyuanVideo15Pipeline(
+        text_embed_2_dim=1472, image_embed_dim=1152, rope_axes_dim=(4, 6, 6),
+        task_type="i2v" if i2v else "t2v", target_size=32)  # i2v's output size: 32 px, not 640
+    parts = dict(
         text_encoder=text_encoder, tokenizer=_chat_tokenizer(1108), transformer=transformer,
         vae=vae, scheduler=_flow_scheduler(shift=7.0), text_encoder_2=byt5,
         tokenizer_2=make_tokenizer("t5", 256), guider=ClassifierFreeGuidance(guidance_scale=6.0))
-    return _done(pipe)
+    if not i2v:
+        return _done(HunyuanVideo15Pipeline(**parts))
+    from diffusers import HunyuanVideo15ImageToVideoPipeline
+    from transformers import SiglipImageProcessor, SiglipVisionConfig, SiglipVisionModel
+
+    parts["image_encoder"] = SiglipVisionModel(SiglipVisionConfig(
+        hidden_size=1152, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2,
+        image_size=28, patch_size=14))
+    parts["feature_extractor"] = SiglipImageProcessor(size={"height": 28, "width": 28})
+    return _done(HunyuanVideo15ImageToVideoPipeline(**parts))
 
 
 def _ltx2_parts(version="2.0"):
