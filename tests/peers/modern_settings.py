@@ -7,7 +7,7 @@ or settings-<case>):
 - group offloading (``enable_group_offload``, block level; diffusers' hook registry);
 - VAE tiling and slicing (tiles forced small, two images per prompt);
 - ``torch.compile`` of the transformer, wrapped (``OptimizedModule``) and in place
-  (``module.compile()``), inductor on the CPU;
+  (``module.compile()``, before the block and inside it), inductor on the CPU;
 - an attention backend (``set_attention_backend("native")``);
 - the whole pipeline in bfloat16 (``pipe.to(dtype=torch.bfloat16)``, as Flux and Wan are run):
   every tensor analysed as BF16;
@@ -79,6 +79,8 @@ def _inside(case, pipe, i):
     """What the case does inside the block before generation i (0, 1)."""
     if case == "model-offload-inside" and i == 0:
         pipe.enable_model_cpu_offload(device="cpu")
+    if case == "compile-in-place-inside" and i == 0:
+        pipe.transformer.compile()
     if case == "lora" and i == 0:
         pipe.load_lora_weights(_lora_state(pipe, seed=2), adapter_name="detail")
         pipe.set_adapters(["style", "detail"], adapter_weights=[1.0, 0.5])
@@ -94,6 +96,7 @@ CASES = {
     "vae-tiling-slicing": ({"vae_tiling": "true", "vae_slicing": "true"}, {}),
     "compile": ({"compiled": "transformer", "model_class": "FluxTransformer2DModel"}, {}),
     "compile-in-place": ({"compiled": "transformer"}, {}),
+    "compile-in-place-inside": ({"compiled": "transformer"}, {}),
     "attention-backend": ({"attention_backend": "native"}, {}),
     "bfloat16": ({}, {}),
     "lora": ({"lora_adapters": "style,detail"},

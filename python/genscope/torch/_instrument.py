@@ -104,6 +104,7 @@ class Instrumentation:
         self.hook_errors = 0  #: Failures inside genscope's code (each a monitoring error).
         self.active = False
         self._patches: List[Tuple[Any, str, bool, Any, Any]] = []
+        self._forwards: Dict[int, Tuple[Any, Any, Any]] = {}  # module id -> (module, around, wrapper)
         self._vae_depth = threading.local()
         self._sampling: Optional[_Sampling] = None
         self._schedule: Optional[_Schedule] = None
@@ -254,6 +255,21 @@ class Instrumentation:
         bound = types.MethodType(forward, module)
         setattr(module, slot, bound)
         self._patches.append((module, slot, had, previous, bound))
+        self._forwards[id(module)] = (module, around, bound)
+
+    def _follow_compile(self) -> None:
+        """A model compiled in place inside the block (``module.compile()`` after instrument):
+        its wrapper moves from ``forward`` to around ``_compiled_call_impl`` before the model's
+        next call (called as a generation begins: a text encoder's call, set_timesteps), so the
+        compiled code does not trace it."""
+        for module, around, bound in list(self._forwards.values()):
+            d = module.__dict__
+            if d.get("_compiled_call_impl") is None or d.get("forward") is not bound:
+                continue
+            entry = next(p for p in self._patches if p[4] is bound)
+            self._patches.remove(entry)
+            _put_back(d, "forward", "forward", entry[2], entry[3], module)
+            self._wrap_forward(module, around)
 
     def _copy_without_wrappers(self, obj: Any) -> None:
         """Makes every copy of obj (``copy.copy``, ``copy.deepcopy``, pickle) a copy of the object
@@ -301,6 +317,7 @@ class Instrumentation:
                 continue
             _put_back(obj.__dict__, where, attr, had, previous, obj)
         self._patches.clear()
+        self._forwards.clear()
 
     # --- failures -----------------------------------------------------------------------------
     def _record(self, where: str, message: str) -> None:
@@ -496,6 +513,7 @@ class Instrumentation:
                              original, args, kwargs)
 
     def _text_begin(self, name: str, args: Tuple[Any, ...], kwargs: dict) -> Any:
+        self._follow_compile()
         self._end_sampling()  # a text encoder after sampling: the next generation begins
         gen = self._enter_generation()
         role = gen.role_of_next_call(name) if gen is not None else "prompt"
@@ -693,6 +711,7 @@ class Instrumentation:
         return result
 
     def _close_generation(self) -> None:
+        self._follow_compile()
         if self._sampling is not None and (self._sampling.iterations > 0 or
                                            self._sampling.calls_started > 0):
             self._end_sampling()
