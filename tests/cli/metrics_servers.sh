@@ -8,22 +8,8 @@
 # increase(genscope_runs_total) counts the three pushed runs. Every wait is bounded and every server is
 # stopped by the trap. Exit 77 (skipped) when genscope was built without LibTorch (no demo).
 set -euo pipefail
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null || true
-  done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }; done
-  exit 1
-}
+# shellcheck source=servers_lib.bash
+source "$(dirname "$0")/servers_lib.bash"  # $tmp, pids, cleanup trap, fail
 
 "$GENSCOPE" demo --help 2>&1 | grep -q -- --preset || { echo "SKIP: genscope has no demo (built without LibTorch)"; exit 77; }
 for tool in prometheus prometheus-pushgateway; do

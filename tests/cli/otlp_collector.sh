@@ -8,22 +8,8 @@
 # port) and a hanging one (accepts, never answers): the command finishes within a bound and the
 # run document records the failed export as a monitoring error (source "otlp").
 set -euo pipefail
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null || true
-  done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }; done
-  exit 1
-}
+# shellcheck source=servers_lib.bash
+source "$(dirname "$0")/servers_lib.bash"  # $tmp, pids, cleanup trap, fail
 src=${GENSCOPE_SOURCE_DIR:?}
 py=/usr/bin/python3
 source "$src/scripts/lib/otel_collector.sh"
