@@ -25,7 +25,8 @@
     if (a < 1e-3) return (v * 1e6).toFixed(0) + ' µs';
     if (a < 1) return (v * 1e3).toFixed(a < 0.01 ? 2 : a < 0.1 ? 1 : 0) + ' ms';
     if (a < 60) return v.toFixed(a < 10 ? 2 : 1) + ' s';
-    return Math.floor(a / 60) + ' min ' + (a % 60).toFixed(0) + ' s';
+    var whole = Math.round(a), rest = whole % 60;  // 59.6 s past a minute is the next minute
+    return (v < 0 ? '-' : '') + Math.floor(whole / 60) + ' min' + (rest ? ' ' + rest + ' s' : '');
   }
   var formatters = {
     bytes: formatBytes,
@@ -201,6 +202,13 @@
       };
     }
     var axes = [{values: function (u, splits) { return splits.map(formatX); }}];
+    if (chart.x_unit === 'seconds') {
+      // Time ticks at round seconds and minutes ("5 min 0 s", not 250 s), spaced for labels
+      // that wide: uPlot's default 1-2-5 steps and 50 px overlapped them on runs of minutes.
+      axes[0].space = 80;
+      axes[0].incrs = [1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30,
+                       60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400];
+    }
     // Exact peaks can lie above every sample: the y range includes them, so no marker is cut.
     var peakMax = {}, peakMin = {};
     chart.peaks.forEach(function (p) {
